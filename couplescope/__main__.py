@@ -1,0 +1,7 @@
+"""`python -m couplescope` is the `couplescope` command."""
+
+import sys
+
+from couplescope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,18 @@
+"""Errors that mean "the user asked for something we cannot do".
+
+The CLI turns a UsageError into one line on stderr and exit code 2, with no traceback
+(`--debug` shows it). Anything else escaping is a bug and keeps its traceback.
+"""
+
+
+class UsageError(Exception):
+    """Bad input: an unknown name, a value out of range, a file that is not what it should be.
+
+    The message is one line that names the problem and, where there is a fixed set, the
+    valid choices.
+    """
+
+
+def choices_text(choices) -> str:
+    """Render a set of valid choices the same way in every message."""
+    return ", ".join(sorted(str(c) for c in choices))

@@ -1,0 +1,106 @@
+"""The run directory: events.jsonl as the run goes, results.json after every variant.
+
+The directory is created when the first variant has loaded its model, so bad input
+(which fails before that) leaves nothing behind; an existing directory is never reused.
+events.jsonl is appended and flushed per event, so a run killed half way keeps every
+finished iteration; results.json is replaced atomically (write, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from couplescope import events
+from couplescope.errors import UsageError
+from couplescope.session import Listener
+
+DEFAULT_PARENT = "couplescope-runs"
+
+
+def check_writable(parent: str) -> str:
+    """Make sure runs can be created under `parent`; return its absolute path."""
+    parent = os.path.abspath(parent)
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise UsageError(f"export directory {parent} exists and is not a directory")
+    probe = parent
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"export directory {parent} cannot be written (no permission on {probe})")
+    return parent
+
+
+def write_json_atomic(path: str, document: dict) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1, allow_nan=False, default=str)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def new_run_directory(parent: str, title: str) -> str:
+    """Create and return a fresh directory under `parent` (never an existing one)."""
+    os.makedirs(parent, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-")[:60] or "run"
+    base = os.path.join(parent, f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}")
+    for n in range(1, 1000):
+        path = base if n == 1 else f"{base}-{n}"
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"could not create a new run directory under {parent}")
+
+
+class RunDirectoryExporter(Listener):
+    """Writes a run to disk. `path` is None until the directory exists."""
+
+    def __init__(self, parent: str, title: str, announce=None) -> None:
+        self.parent = check_writable(parent)
+        self.title = title
+        self.path: str | None = None
+        self._pending: list[dict] = []
+        self._events_file = None
+        self._announce = announce
+        self.on_created: list = []  # callbacks(path), for exporters that add files
+
+    def _create(self) -> None:
+        self.path = new_run_directory(self.parent, self.title)
+        self._events_file = open(os.path.join(self.path, "events.jsonl"), "a", encoding="utf-8")
+        for ev in self._pending:
+            self._write(ev)
+        self._pending.clear()
+        if self._announce:
+            self._announce(self.path)
+        for callback in self.on_created:
+            callback(self.path)
+
+    def _write(self, ev: dict) -> None:
+        self._events_file.write(events.dumps(ev) + "\n")
+        self._events_file.flush()
+
+    def on_event(self, event: dict) -> None:
+        if self.path is None:
+            if event["event"] == "model_loaded":
+                self._pending.append(event)
+                self._create()
+                return
+            self._pending.append(event)
+            return
+        self._write(event)
+
+    def variant_done(self, builder) -> None:
+        if self.path is not None:
+            write_json_atomic(os.path.join(self.path, "results.json"), builder.document())
+
+    def session_done(self, builder) -> None:
+        self.variant_done(builder)
+        if self._events_file is not None:
+            self._events_file.close()
+            self._events_file = None

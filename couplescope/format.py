@@ -1,0 +1,47 @@
+"""Number formatting shared by every front end, so they all print the same figures."""
+
+from __future__ import annotations
+
+import math
+
+
+def seconds(value) -> str:
+    """2.023 s, 12.35 ms, 41.2 µs: three to four significant figures in a readable unit."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    v = float(value)
+    if v >= 1.0:
+        return f"{v:.3f} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.2f} ms"
+    if v >= 1e-6:
+        return f"{v * 1e6:.1f} µs"
+    return f"{v * 1e9:.0f} ns"
+
+
+def sci(value) -> str:
+    """The reference suite's Fortran-style E format: 0.0000E+00."""
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity"
+    return f"{v:.4E}"
+
+
+def ratio(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
+    """A plain text table with aligned columns (right-aligned where asked)."""
+    right = right or set()
+    widths = [max(len(str(r[i])) for r in [headers] + rows) for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])

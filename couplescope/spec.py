@@ -1,0 +1,140 @@
+"""What to run: a frozen description of one variant, and its validation.
+
+A RunSpec says everything the worker needs, travels to it as JSON and is written into
+results.json, so a result always says what produced it. Validation here is cheap (no
+torch); what needs torch (is CUDA there, does the model accept this shape) is checked
+in the worker and reported as a usage failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from couplescope.errors import UsageError, choices_text
+
+LAYOUTS = ("fortran", "c")
+BRIDGE_MODELS = ("eager", "torchscript")
+DTYPE_CHOICES = ("float32", "float64", "float16")
+LAUNCHERS = ("mpiexec", "srun")
+DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One variant of a run. None means "the model's own default" where that applies."""
+
+    model: str
+    backend: str = "torchscript"
+    size: int | None = None
+    bridge_model: str = "torchscript"
+    device: str = "cpu"
+    dtype: str | None = None
+    layout: str = "fortran"
+    warmup: int = 1
+    iterations: int = 10
+    threads: int | None = None
+    seed: int = 0
+    reload_every_call: bool = False
+    input_shape: tuple[tuple[int, ...], ...] | None = None
+    name: str | None = None
+    # profiling (torch.profiler window after the timed iterations; 0 = off)
+    profile_iterations: int = 3
+    # GPU
+    pinned: bool = False
+    # MPI
+    ranks: int = 2
+    inner_backend: str = "torchscript"
+    launcher: str = "mpiexec"
+    launcher_args: str = ""
+    oversubscribe: bool = False
+
+    @property
+    def label(self) -> str:
+        """A short, stable name for tables, trace workers and TensorBoard runs."""
+        if self.name:
+            return self.name
+        parts = [self.model.rsplit("/", 1)[-1], self.backend]
+        if self.backend == "bridge" or (self.backend == "mpi" and self.inner_backend == "bridge"):
+            parts.append(self.bridge_model)
+        if self.backend == "mpi":
+            parts.insert(2, f"{self.inner_backend}x{self.ranks}")
+        if self.size is not None:
+            parts.append(str(self.size))
+        if self.device != "cpu":
+            parts.append(self.device)
+        if self.layout != "fortran":
+            parts.append(f"layout-{self.layout}")
+        return "-".join(parts)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        if d["input_shape"] is not None:
+            d["input_shape"] = [list(s) for s in d["input_shape"]]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunSpec":
+        d = dict(d)
+        if d.get("input_shape") is not None:
+            d["input_shape"] = tuple(tuple(int(v) for v in s) for s in d["input_shape"])
+        return cls(**d)
+
+    def replace(self, **changes) -> "RunSpec":
+        return dataclasses.replace(self, **changes)
+
+
+SPEC_KEYS = tuple(f.name for f in dataclasses.fields(RunSpec))
+
+
+def parse_input_shape(text: str) -> tuple[tuple[int, ...], ...]:
+    """"8,16" -> ((8, 16),); "8,16;8,1" -> two inputs. Raises UsageError on anything else."""
+    shapes = []
+    for part in text.split(";"):
+        try:
+            dims = tuple(int(v) for v in part.replace("x", ",").split(",") if v.strip())
+        except ValueError:
+            dims = ()
+        if not dims or any(d < 1 for d in dims):
+            raise UsageError(f"--input-shape '{text}' is not a shape; write dimensions like 8,16 "
+                             "(several inputs separated by ';')")
+        shapes.append(dims)
+    return tuple(shapes)
+
+
+def validate(spec: RunSpec) -> RunSpec:
+    """Raise UsageError naming the problem and the valid choices; return the spec unchanged."""
+    from couplescope import backends, catalogue
+
+    catalogue.check_model_name(spec.model)
+    backends.check_name(spec.backend)
+    if spec.backend == "mpi":
+        backends.check_name(spec.inner_backend)
+        if spec.inner_backend not in ("torchscript", "bridge"):
+            raise UsageError(f"--inner-backend must be one of: torchscript, bridge (got '{spec.inner_backend}')")
+        if spec.ranks < 2:
+            raise UsageError(f"--ranks {spec.ranks}: the mpi backend needs at least 2 ranks "
+                             "(run a single process with --backend torchscript or bridge)")
+        if spec.launcher not in LAUNCHERS:
+            raise UsageError(f"unknown launcher '{spec.launcher}'; choose one of: {choices_text(LAUNCHERS)}")
+    if spec.bridge_model not in BRIDGE_MODELS:
+        raise UsageError(f"unknown bridge model '{spec.bridge_model}'; choose one of: {choices_text(BRIDGE_MODELS)}")
+    if spec.layout not in LAYOUTS:
+        raise UsageError(f"unknown layout '{spec.layout}'; choose one of: {choices_text(LAYOUTS)}")
+    if spec.dtype is not None and spec.dtype not in DTYPE_CHOICES:
+        raise UsageError(f"unknown dtype '{spec.dtype}'; choose one of: {choices_text(DTYPE_CHOICES)}")
+    if not DEVICE_PATTERN.match(spec.device):
+        raise UsageError(f"unknown device '{spec.device}'; choose one of: cpu, cuda, cuda:N")
+    for key, low in (("iterations", 1), ("warmup", 0), ("profile_iterations", 0), ("seed", 0)):
+        if getattr(spec, key) < low:
+            raise UsageError(f"{key.replace('_', '-')} must be at least {low} (got {getattr(spec, key)})")
+    if spec.size is not None and spec.size < 1:
+        raise UsageError(f"size must be at least 1 (got {spec.size})")
+    if spec.threads is not None and spec.threads < 1:
+        raise UsageError(f"threads must be at least 1 (got {spec.threads})")
+    if spec.model.endswith((".pt", ".pth")) and spec.input_shape is None:
+        raise UsageError(f"{spec.model} is a TorchScript file: give its input with --input-shape "
+                         "(e.g. 8,16) and --dtype")
+    backends.check_available(spec)
+    return spec

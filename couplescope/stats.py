@@ -1,0 +1,67 @@
+"""Pure statistics of a list of times: no torch, no I/O.
+
+Median and IQR rather than mean and stddev lead, because shared HPC nodes give skewed,
+outlier-prone timings; the mean and stddev are kept because the reference suite prints
+them. Quartiles use linear interpolation (numpy's default), so they match what users
+compute themselves.
+"""
+
+from __future__ import annotations
+
+import math
+
+NOISE_IQR_OVER_MEDIAN = 0.10
+SLOW_FIRST_FACTOR = 2.0
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """q in [0, 100] of an already sorted list, linearly interpolated."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(times: list[float]) -> dict:
+    """n, min, median, mean, max, stddev (sample, n-1), iqr, and a noise flag."""
+    values = sorted(float(t) for t in times)
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "min": None, "median": None, "mean": None, "max": None,
+                "stddev": None, "iqr": None, "noisy": False}
+    mean = sum(values) / n
+    stddev = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    median = percentile(values, 50)
+    iqr = percentile(values, 75) - percentile(values, 25)
+    return {"n": n, "min": values[0], "median": median, "mean": mean, "max": values[-1],
+            "stddev": stddev, "iqr": iqr,
+            "noisy": bool(median > 0 and iqr / median > NOISE_IQR_OVER_MEDIAN)}
+
+
+def warnings_for(stats: dict, first_seconds: float | None = None) -> list[str]:
+    """Plain-words warnings a careful user would want, hyperfine-style."""
+    out = []
+    if stats.get("noisy"):
+        ratio = stats["iqr"] / stats["median"]
+        out.append(f"noisy: IQR is {ratio:.0%} of the median (over {NOISE_IQR_OVER_MEDIAN:.0%}); "
+                   "use more --iterations, fewer threads or a quieter node")
+    if first_seconds is not None and stats.get("median") and first_seconds > SLOW_FIRST_FACTOR * stats["median"]:
+        out.append(f"the first (warm-up) call took {first_seconds / stats['median']:.1f}x the median; "
+                   "it is excluded from the statistics")
+    return out
+
+
+def phase_summaries(iterations: list[dict]) -> dict:
+    """Median (and IQR) of each phase over the given iterations."""
+    names: list[str] = []
+    for it in iterations:
+        for k in it.get("phases", {}):
+            if k not in names:
+                names.append(k)
+    out = {}
+    for name in names:
+        s = summarize([it["phases"][name] for it in iterations if name in it.get("phases", {})])
+        out[name] = {"median": s["median"], "iqr": s["iqr"], "n": s["n"]}
+    return out

@@ -1,0 +1,1 @@
+"""Named presets (TOML), installed as package data; see docs/presets.md."""
