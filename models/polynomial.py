@@ -1,0 +1,50 @@
+"""Polynomial (pytorch-fortran training example): MLP 1 -> 20 -> 20 -> 1 on a batch of 1024.
+
+The reference trains this from the host (forward, loss, backward and an SGD step per call,
+fitting a 4th-order polynomial). That training loop is not what this workload measures:
+it is the inference forward only, a tiny model where each call is almost all coupling
+overhead. The input is x (batch, 1) uniform in [-1, 1]; weights use the seeded default
+init and are checked against the eager reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from couplescope.workload import Workload, fortran_array, numpy_dtype, torch_dtype
+
+
+class PolynomialNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(1, 20), nn.ReLU(), nn.Linear(20, 20), nn.ReLU(),
+                                 nn.Linear(20, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class PolynomialWorkload(Workload):
+    name = "polynomial"
+    summary = "MLP Linear(1,20)-ReLU-Linear(20,20)-ReLU-Linear(20,1), inference (pytorch-fortran)"
+    size_name = "batch"
+    size_help = "points per call, x is (batch, 1) in [-1, 1] (reference: 1024)"
+    default_size = 1024
+    dtype = "float32"
+    # outputs cross zero across [-1, 1]: measure against 1e-3 of the largest
+    relative_floor = 1e-3
+
+    def build(self, size, dtype, seed):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = PolynomialNet()
+        return model.to(torch_dtype(dtype)).eval()
+
+    def host_arrays(self, size, dtype, seed):
+        x = np.random.default_rng(seed).uniform(-1.0, 1.0, (size, 1))
+        return {"x": fortran_array(x.astype(numpy_dtype(dtype)))}
+
+
+WORKLOAD = PolynomialWorkload()

@@ -1,0 +1,73 @@
+"""Toy ResNet (pytorch-functional quick start): a small residual CNN on (4, 3, R, R).
+
+Small enough that the CPU cannot launch its kernels as fast as a GPU runs them, which is
+where CUDA Graphs win; the resolution R scales the work (the reference sweeps 16 to 64).
+Evaluated in eval mode, so Dropout is the identity. The stem uses unpadded 3x3
+convolutions and a 3x3 max pool of stride 3, so R below 13 leaves nothing for the last
+convolution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from couplescope.workload import Workload, fortran_array, numpy_dtype, torch_dtype
+
+MIN_R = 13  # (R - 4) // 3 - 2 >= 1
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(64, 64, 3, padding="same"), nn.ReLU(),
+                                  nn.Conv2d(64, 64, 3, padding="same"), nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.body(x)
+
+
+class ToyResNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                                  nn.MaxPool2d(3))
+        self.blocks = nn.Sequential(Block(), Block())
+        self.tail = nn.Sequential(nn.Conv2d(64, 64, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                  nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.5),
+                                  nn.Linear(256, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tail(self.blocks(self.stem(x)))
+
+
+class ToyResNetWorkload(Workload):
+    name = "toy-resnet"
+    summary = "toy residual CNN on (4, 3, R, R) inputs (pytorch-functional quick start)"
+    size_name = "R"
+    size_help = f"image height and width, input (4, 3, R, R) (reference: 16 to 64; min {MIN_R})"
+    default_size = 32
+    dtype = "float32"
+    # Ten logits, some near zero by chance: measure against 1e-3 of the largest. TorchScript
+    # matched eager bit for bit here; a wrongly ordered input is off by 0.1 (R = 64, the
+    # global average pool smooths the scramble) to 10 (R = 13), far above rtol 1e-4.
+    relative_floor = 1e-3
+    rtol = {"float32": 1e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 5e-2}
+
+    def validate_size(self, size):
+        if size < MIN_R:
+            raise ValueError(f"R must be at least {MIN_R} for the conv/pool stack (got {size})")
+
+    def build(self, size, dtype, seed):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = ToyResNet()
+        return model.to(torch_dtype(dtype)).eval()
+
+    def host_arrays(self, size, dtype, seed):
+        x = np.random.default_rng(seed).random((4, 3, size, size))
+        return {"x": fortran_array(x.astype(numpy_dtype(dtype)))}
+
+
+WORKLOAD = ToyResNetWorkload()
