@@ -244,8 +244,9 @@ def run_headless(args, title: str, specs) -> int:
 
 
 def extra_listeners(args, specs, exporter, printer) -> list:
-    """Listeners added by optional features (telemetry, traces); each guards its own imports."""
-    return []
+    from couplescope.pipeline import optional_listeners
+
+    return optional_listeners(args, exporter)
 
 
 def main(argv=None) -> int:

@@ -17,6 +17,9 @@ from couplescope.runner import WorkerProcess
 class Listener:
     """Hooks a front end or exporter may override; all are no-ops here."""
 
+    def attach(self, session: "Session") -> None:
+        """Called once before the run; keep `session.emit` to add events of your own."""
+
     def worker_env(self, spec) -> dict:
         """Extra environment variables for the worker of `spec`."""
         return {}
@@ -62,6 +65,8 @@ class Session:
             proc.stop()
 
     def run(self) -> ResultsBuilder:
+        for listener in self.listeners:
+            listener.attach(self)
         try:
             for spec in self.specs:
                 if self._stop.is_set():
