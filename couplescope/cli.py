@@ -277,6 +277,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("couplescope: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`| head`): the worker was already ended; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ class HeadlessPrinter(Listener):
         self._expected = {}
         self._warm = {}
         self._profiled = {}
+        self._started = None
 
     # -- output helpers ---------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:
@@ -103,7 +104,12 @@ class HeadlessPrinter(Listener):
             handler(ev)
 
     def _on_run_started(self, ev):
+        # The header waits for the model to load: bad input then prints one line only.
         self.count += 1
+        self._started = ev
+        self.status(f"{ev['variant']}: building and loading the model")
+
+    def _print_header(self, ev):
         spec = ev["spec"]
         what = [spec["backend"]]
         if spec["backend"] == "bridge":
@@ -114,9 +120,9 @@ class HeadlessPrinter(Listener):
         self.print(f"== {ev['variant']} ({self.count}/{self.total}): {spec['model']}, {', '.join(what)}, "
                    f"{spec['warmup']} warm-up + {spec['iterations']} iterations ==")
         self._expected[ev["variant"]] = spec["warmup"] + spec["iterations"]
-        self.status(f"{ev['variant']}: building and loading the model")
 
     def _on_model_loaded(self, ev):
+        self._print_header(self._started)
         m = ev
         shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
         self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
@@ -146,6 +152,8 @@ class HeadlessPrinter(Listener):
         kind = ev.get("kind")
         if kind == "interrupted":
             self.print(self._paint(f"{ev['variant']}: interrupted; what was measured is kept", YELLOW), err=True)
+        elif kind == "usage":
+            self.print(f"couplescope: {ev['reason']}", err=True)
         else:
             self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
 
@@ -158,6 +166,8 @@ class HeadlessPrinter(Listener):
     def variant_done(self, builder) -> None:
         name = list(builder.variants)[-1]
         v = builder.variants[name]
+        if not v.iterations:
+            return
         s = v.stats()
         warm = self._warm.get(name, [])
         if warm:

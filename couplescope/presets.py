@@ -24,6 +24,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+#: the presets/ folder installs as this package (the module you are reading is couplescope.presets)
+BUNDLED = "couplescope.bundled_presets"
 EXTRA_KEYS = ("sizes",)
 TOP_KEYS = ("description", "defaults", "variant")
 _TYPES = {"model": str, "backend": str, "size": int, "bridge_model": str, "device": str,
@@ -34,7 +36,7 @@ _TYPES = {"model": str, "backend": str, "size": int, "bridge_model": str, "devic
 
 
 def preset_names() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files("couplescope.presets").iterdir()
+    return sorted(p.name[:-5] for p in resources.files(BUNDLED).iterdir()
                   if p.name.endswith(".toml"))
 
 
@@ -46,7 +48,7 @@ def locate(name_or_path: str) -> str:
     if name_or_path not in preset_names():
         raise UsageError(f"unknown preset '{name_or_path}'; choose one of: {choices_text(preset_names())}, "
                          "or a path to a .toml file")
-    return str(resources.files("couplescope.presets") / f"{name_or_path}.toml")
+    return str(resources.files(BUNDLED) / f"{name_or_path}.toml")
 
 
 def describe(name: str) -> str:
@@ -58,7 +60,7 @@ def describe(name: str) -> str:
 
 def read(path: str) -> tuple[str, list[dict]]:
     """(description, list of variant dicts) with keys and types checked."""
-    label = os.path.basename(path) if path.startswith(str(resources.files("couplescope.presets"))) else path
+    label = os.path.basename(path) if path.startswith(str(resources.files(BUNDLED))) else path
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)

@@ -21,15 +21,25 @@ DEFAULT_PARENT = "couplescope-runs"
 
 
 def check_writable(parent: str) -> str:
-    """Make sure runs can be created under `parent`; return its absolute path."""
+    """Make sure runs can be created under `parent`; return its absolute path.
+
+    Probes for real (a temporary directory in the nearest existing ancestor, removed at
+    once): permission bits lie for root and on special file systems such as /proc.
+    """
+    import tempfile
+
     parent = os.path.abspath(parent)
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise UsageError(f"export directory {parent} exists and is not a directory")
     probe = parent
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"export directory {parent} cannot be written (no permission on {probe})")
+    if not os.path.isdir(probe):
+        raise UsageError(f"export directory {parent} cannot be created: {probe} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".couplescope-probe-", dir=probe))
+    except OSError as exc:
+        raise UsageError(f"export directory {parent} cannot be written ({exc.strerror} in {probe})") from None
     return parent
 
 
