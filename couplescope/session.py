@@ -48,13 +48,18 @@ class Session:
         self._stop = threading.Event()
         self._current: WorkerProcess | None = None
         self._lock = threading.Lock()
+        # emit() is called from the session thread and from listener threads (the telemetry
+        # sampler): one event at a time reaches the builder and the listeners. Re-entrant so a
+        # listener may emit from inside on_event.
+        self._emit_lock = threading.RLock()
         self.interrupted = False
 
     def emit(self, event: dict) -> None:
-        """Record an event and pass it on (the parent's own events use this too)."""
-        self.builder.on_event(event)
-        for listener in self.listeners:
-            listener.on_event(event)
+        """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
+        with self._emit_lock:
+            self.builder.on_event(event)
+            for listener in self.listeners:
+                listener.on_event(event)
 
     def stop(self) -> None:
         """End the running worker; what it measured stays. Safe from any thread."""
