@@ -1,0 +1,46 @@
+"""Shared fixtures: run the real CLI in a subprocess, write small real model files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+FAST = ["--warmup", "1", "--iterations", "3", "--profile-iterations", "0", "--telemetry-hz", "0"]
+
+
+def run_cli(*args, cwd=None, timeout=180, env=None, check_no_traceback=True):
+    """Run `python -m couplescope ARGS` for real and return the CompletedProcess."""
+    full_env = dict(os.environ, NO_COLOR="1")
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "couplescope", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, env=full_env)
+    if check_no_traceback:
+        assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def cli(tmp_path):
+    def _run(*args, **kw):
+        kw.setdefault("cwd", tmp_path)
+        return run_cli(*args, **kw)
+    return _run
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip `cuda` tests with a reason when no CUDA device is present."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except Exception:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

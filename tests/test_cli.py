@@ -1,0 +1,258 @@
+"""The headless CLI end to end: exit codes, the reference lines, every bad input.
+
+Each test runs the real command in a subprocess with real worker processes and torch.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import FAST
+
+pytestmark = pytest.mark.slow
+
+
+def test_passing_run_prints_reference_lines_and_exits_0(cli):
+    r = cli("--model", "simplenet", "--backend", "torchscript,bridge", *FAST)
+    assert r.returncode == 0, r.stderr
+    passed = [line for line in r.stdout.splitlines() if line.startswith("PASSED :: [check iteration")]
+    assert len(passed) == 6
+    assert "maximum relative error = 0.0000E+00" in passed[0]
+    for key in ("min", "median", "mean", "max", "stddev"):
+        assert f"{key:<6} time taken (s):" in r.stdout
+    assert "sample size: 3" in r.stdout
+    assert "comparison" in r.stdout and "vs fastest" in r.stdout
+
+
+def test_c_layout_fails_stride_and_exits_1(cli):
+    r = cli("--model", "stride", "--size", "16", "--layout", "c", *FAST)
+    assert r.returncode == 1
+    failed = [line for line in r.stdout.splitlines() if line.startswith("FAILED :: [check iteration")]
+    assert len(failed) == 3
+    assert "warm-up FAILED" in r.stdout  # the warm-up is checked too, reported apart
+    assert "maximum relative error = 2.0000E+00" in r.stdout
+
+
+def test_bridge_c_layout_also_fails(cli):
+    r = cli("--model", "stride", "--size", "8", "--layout", "c", "--backend", "bridge",
+            "--bridge-model", "eager", *FAST)
+    assert r.returncode == 1 and "FAILED" in r.stdout
+
+
+def test_json_document_on_stdout(cli):
+    r = cli("--model", "simplenet", "--json", *FAST)
+    assert r.returncode == 0
+    doc = json.loads(r.stdout)
+    v = doc["variants"][0]
+    assert v["stats"]["n"] == 3 and v["checks_passed"]
+    assert "PASSED" in r.stderr  # human lines moved to stderr
+
+
+def test_help_does_not_import_torch():
+    code = ("import sys; from couplescope.cli import build_parser; build_parser().format_help();"
+            "import couplescope.spec, couplescope.session, couplescope.headless;"
+            "print('torch' in sys.modules, 'textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.strip() == "False False"
+    r = subprocess.run([sys.executable, "-m", "couplescope", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--preset" in r.stdout and "exit codes" in r.stdout
+
+
+def test_engine_and_backends_never_import_textual():
+    code = ("import sys, couplescope, couplescope.engine, couplescope.worker, couplescope.backends.torchscript,"
+            "couplescope.backends.bridge, couplescope.session, couplescope.runner;"
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_list_shows_models_backends_presets_devices(cli):
+    r = cli("--list")
+    assert r.returncode == 0
+    for word in ("stride", "cgdrag", "N=512", "ncol=8192", "torchscript", "bridge", "cudagraph",
+                 "stride512", "deep-linear", "cpu"):
+        assert word in r.stdout
+
+
+def test_reload_every_call_times_the_load(cli):
+    r = cli("--model", "simplenet", "--reload-every-call", "--json", *FAST)
+    v = json.loads(r.stdout)["variants"][0]
+    assert all("load" in it["phases"] for it in v["iterations"])
+
+
+BAD_INPUTS = [
+    (["--model", "nope"], "unknown model 'nope'"),
+    (["--model", "simplenet", "--backend", "nope"], "unknown backend 'nope'"),
+    (["--preset", "nope"], "unknown preset 'nope'"),
+    (["--model", "simplenet", "--device", "tpu"], "unknown device 'tpu'"),
+    (["--model", "simplenet", "--device", "cuda"], "needs a CUDA device"),
+    (["--model", "missing.pt", "--input-shape", "5"], "model file not found"),
+    (["--model", "simplenet", "--iterations", "0"], "--iterations: must be at least 1"),
+    (["--model", "simplenet", "--dtype", "int8"], "unknown dtype 'int8'"),
+    (["--model", "simplenet", "--layout", "zigzag"], "unknown layout 'zigzag'"),
+    (["--model", "stride", "--size", "1"], "N must be at least 2"),
+    ([], "nothing to run"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[m for _, m in BAD_INPUTS])
+def test_bad_input_one_line_exit_2_nothing_written(cli, tmp_path, args, message):
+    r = cli(*args, "--export", tmp_path / "runs", *FAST)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+def test_not_a_torchscript_archive(cli, tmp_path):
+    (tmp_path / "junk.pt").write_text("not a model")
+    r = cli("--model", tmp_path / "junk.pt", "--input-shape", "5", *FAST)
+    assert r.returncode == 2 and "not a TorchScript archive" in r.stderr
+
+
+def test_zip_that_is_not_torchscript(cli, tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "fake.pt", "w") as z:
+        z.writestr("hello.txt", "hi")
+    r = cli("--model", tmp_path / "fake.pt", "--input-shape", "5", *FAST)
+    assert r.returncode == 2 and "not a loadable TorchScript archive" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unwritable_export_dir(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = cli("--model", "simplenet", "--export", blocker / "runs", *FAST)
+    assert r.returncode == 2 and "cannot be" in r.stderr
+
+
+def test_malformed_preset_names_file_and_line(cli, tmp_path):
+    (tmp_path / "bad.toml").write_text('[defaults]\nmodel = "simplenet"\nwarmup = = 1\n')
+    r = cli("--preset", tmp_path / "bad.toml", *FAST)
+    assert r.returncode == 2 and "bad.toml" in r.stderr and "line 3" in r.stderr
+
+
+def test_unknown_preset_key(cli, tmp_path):
+    (tmp_path / "bad.toml").write_text('[defaults]\nmodel = "simplenet"\nitterations = 3\n')
+    r = cli("--preset", tmp_path / "bad.toml", *FAST)
+    assert r.returncode == 2 and "unknown key 'itterations'" in r.stderr
+
+
+def save_torchscript(path, module, example):
+    import torch
+
+    torch.jit.save(torch.jit.trace(module, example), str(path))
+
+
+def test_user_torchscript_model(cli, tmp_path):
+    import torch
+
+    save_torchscript(tmp_path / "net.pt", torch.nn.Linear(16, 4).eval(), torch.zeros(8, 16))
+    r = cli("--model", tmp_path / "net.pt", "--input-shape", "8,16", "--dtype", "float32", *FAST)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("PASSED") >= 3
+
+
+def test_input_shape_the_model_rejects(cli, tmp_path):
+    import torch
+
+    save_torchscript(tmp_path / "net.pt", torch.nn.Linear(16, 4).eval(), torch.zeros(8, 16))
+    r = cli("--model", tmp_path / "net.pt", "--input-shape", "8,3", *FAST)
+    assert r.returncode == 2
+    assert "rejects input shape (8, 3)" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+BRIDGE_OK = textwrap.dedent('''
+    import numpy as np
+    def initialize(config):
+        print("hello from the model on stdout")       # must not corrupt the event channel
+    def compute(inputs, output):
+        print("noise", flush=True)
+        output[...] = 3.0 * inputs[0]
+    def reference(inputs):
+        return 3.0 * np.asarray(inputs[0])
+''')
+
+
+def test_user_bridge_module_and_stdout_noise(cli, tmp_path):
+    (tmp_path / "mine.py").write_text(BRIDGE_OK)
+    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4,3", *FAST)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("PASSED ::") == 3
+
+
+def test_bridge_module_without_contract(cli, tmp_path):
+    (tmp_path / "empty.py").write_text("def reference(inputs):\n    return inputs[0]\n")
+    r = cli("--model", tmp_path / "empty.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 2
+    assert "lacks the contract function(s) initialize, compute" in r.stderr
+
+
+def test_rebinding_never_reaches_host_memory(cli, tmp_path):
+    # forpy's pitfall: `output = ...` rebinds a name; only in-place writes reach the host
+    (tmp_path / "rebind.py").write_text(BRIDGE_OK.replace("output[...] = 3.0 * inputs[0]",
+                                                          "output = 3.0 * inputs[0]"))
+    r = cli("--model", tmp_path / "rebind.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 1 and "FAILED" in r.stdout and "NaN" in r.stdout
+
+
+def test_nan_and_wrong_shape_are_failed_checks_not_crashes(cli, tmp_path):
+    import torch
+
+    class NaNs(torch.nn.Module):
+        def forward(self, x):
+            return x * float("nan")
+
+    save_torchscript(tmp_path / "nan.pt", NaNs(), torch.zeros(4))
+    r = cli("--model", tmp_path / "nan.pt", "--input-shape", "4", *FAST)
+    assert r.returncode == 1 and "maximum relative error = NaN" in r.stdout
+    (tmp_path / "wrong.py").write_text(BRIDGE_OK.replace("output[...] = 3.0 * inputs[0]",
+                                                         "output[...] = 3.0 * inputs[0][:2]"))
+    r = cli("--model", tmp_path / "wrong.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 1 and "FAILED" in r.stdout
+    (tmp_path / "nanb.py").write_text(BRIDGE_OK.replace("output[...] = 3.0 * inputs[0]",
+                                                        "output[...] = np.nan"))
+    r = cli("--model", tmp_path / "nanb.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 1 and "maximum relative error = NaN" in r.stdout
+
+
+def test_ctrl_c_keeps_what_was_measured_and_exits_130(tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "stride", "--size", "48",
+                             "--iterations", "100000", "--profile-iterations", "0", "--telemetry-hz", "0",
+                             "--export", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, NO_COLOR="1"))
+    import psutil
+
+    deadline = time.monotonic() + 60
+    workers = []
+    while time.monotonic() < deadline:
+        workers = workers or psutil.Process(proc.pid).children(recursive=True)
+        found = list(runs.glob("*/events.jsonl"))
+        if found and found[0].read_text().count('"kind":"timed"') >= 3:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run_dir = next(runs.iterdir())
+    doc = json.loads((run_dir / "results.json").read_text())
+    v = doc["variants"][0]
+    assert v["status"] == "interrupted" and v["stats"]["n"] >= 3
+    assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
+    assert workers, "the worker process was never seen"
+    gone, alive = psutil.wait_procs(workers, timeout=5)
+    assert not alive
+
+
+def test_python_dash_m_and_version():
+    r = subprocess.run([sys.executable, "-m", "couplescope", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("couplescope ")

@@ -1,0 +1,69 @@
+"""Presets: every bundled one loads; errors name the file and the key or line."""
+
+import pytest
+
+from couplescope import presets
+from couplescope.errors import UsageError
+from couplescope.spec import validate
+
+
+def test_required_presets_ship():
+    for name in ("stride512", "cgdrag", "simplenet", "resnet18", "toy-resnet", "deep-linear"):
+        assert name in presets.preset_names()
+
+
+@pytest.mark.parametrize("name", presets.preset_names())
+def test_every_bundled_preset_builds_specs(name):
+    description, specs = presets.load_preset(name)
+    assert description and specs
+    for spec in specs:
+        if spec.device.startswith("cuda") or spec.backend == "cudagraph":
+            continue  # validated where CUDA exists; refusal tested in test_gpu
+        validate(spec)
+
+
+def test_stride512_is_the_reference_benchmark():
+    _, specs = presets.load_preset("stride512")
+    assert [(s.backend, s.bridge_model) for s in specs] == [
+        ("torchscript", "torchscript"), ("bridge", "torchscript"), ("bridge", "eager")]
+    assert all(s.model == "stride" and s.size == 512 and s.warmup == 1 and s.iterations == 10
+               for s in specs)
+
+
+def test_deep_linear_sweeps_the_reference_sizes():
+    _, specs = presets.load_preset("deep-linear")
+    assert [s.size for s in specs] == [250, 500, 750, 1000]
+
+
+def test_overrides_apply_to_every_variant():
+    _, specs = presets.load_preset("stride512", {"size": 16, "iterations": 2})
+    assert {(s.size, s.iterations) for s in specs} == {(16, 2)}
+
+
+def write(tmp_path, text):
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_unknown_key_names_file_and_key(tmp_path):
+    path = write(tmp_path, '[defaults]\nmodel = "simplenet"\n[[variant]]\nbackennd = "bridge"\n')
+    with pytest.raises(UsageError, match=r"p\.toml.*unknown key 'backennd' in \[\[variant\]\] 1"):
+        presets.load_preset(path)
+
+
+def test_malformed_toml_names_the_line(tmp_path):
+    path = write(tmp_path, '[defaults]\nmodel = "simplenet"\niterations = = 3\n')
+    with pytest.raises(UsageError, match=r"p\.toml: invalid TOML.*line 3"):
+        presets.load_preset(path)
+
+
+def test_wrong_type_names_the_key(tmp_path):
+    path = write(tmp_path, '[defaults]\nmodel = "simplenet"\niterations = "ten"\n')
+    with pytest.raises(UsageError, match=r"'iterations'.*must be a int"):
+        presets.load_preset(path)
+
+
+def test_unknown_preset_lists_choices():
+    with pytest.raises(UsageError, match="stride512"):
+        presets.locate("no-such-preset")
