@@ -1,0 +1,80 @@
+"""Does couplescope's forward time agree with torch.utils.benchmark for the same call?
+
+For simplenet and cgdrag, measured in one run and interleaved (A B A B ...) so drift on
+a shared node hits both sides alike:
+  - couplescope: the median `forward` phase of the torchscript backend (worker process,
+    one timed call at a time, exactly as a user's run measures it);
+  - torch.utils.benchmark: Timer.blocked_autorange on the same TorchScript file and the
+    same column-major host arrays wrapped the same way, `with torch.inference_mode():
+    model(*inputs)` for every call of the iteration (cgdrag makes two).
+Prints both medians and their ratio (target: within 5%).
+
+    python benchmarks/fidelity.py [--rounds 3] [--cgdrag-size 8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+
+import numpy as np
+import torch
+import torch.utils.benchmark as tub
+
+import couplescope
+from couplescope import catalogue
+from couplescope.layout import flat_memory, strides_for
+
+
+def couplescope_forward(model: str, size: int, iterations: int) -> float:
+    doc = couplescope.run(couplescope.RunSpec(model=model, size=size, warmup=20,
+                                              iterations=iterations, profile_iterations=0))
+    return doc["variants"][0]["phases"]["forward"]["median"]
+
+
+def reference_forward(model: str, size: int, tmpdir: str, min_run_time: float) -> float:
+    workload = catalogue.load(model)
+    dtype = workload.dtype
+    arrays = workload.host_arrays(size, dtype, 0)
+    eager = workload.build(size, dtype, 0)
+    calls = workload.calls(size)
+    example = tuple(torch.from_numpy(np.ascontiguousarray(arrays[n])) for n in calls[0].inputs)
+    path = os.path.join(tmpdir, f"{model}.pt")
+    torch.jit.save(workload.script(eager, example), path)
+    module = torch.jit.load(path).eval()
+    wrapped = [[torch.from_numpy(flat_memory(arrays[n])).as_strided(arrays[n].shape, strides_for(arrays[n], "fortran"))
+                for n in call.inputs] for call in calls]
+
+    def step():
+        for inputs in wrapped:
+            with torch.inference_mode():
+                module(*inputs)
+
+    for _ in range(20):  # the TorchScript profiling executor specialises over the first calls
+        step()
+    timer = tub.Timer(stmt="step()", globals={"step": step})
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--cgdrag-size", type=int, default=8192)
+    args = p.parse_args()
+    cases = [("simplenet", 1, 2000, 2.0), ("cgdrag", args.cgdrag_size, 30, 5.0)]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmpdir:
+        for model, size, iterations, min_time in cases:
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours.append(couplescope_forward(model, size, iterations))
+                theirs.append(reference_forward(model, size, tmpdir, min_time))
+            a, b = statistics.median(ours), statistics.median(theirs)
+            print(f"{model:<10} size {size:<5} couplescope forward median {a * 1e6:10.1f} us   "
+                  f"torch.utils.benchmark median {b * 1e6:10.1f} us   ratio {a / b:.3f}")
+
+
+if __name__ == "__main__":
+    main()
