@@ -22,6 +22,13 @@ def run_cli(*args, cwd=None, timeout=180, env=None, check_no_traceback=True):
     return proc
 
 
+@pytest.fixture(autouse=True)
+def _run_outside_the_source_tree(tmp_path, monkeypatch):
+    """Subprocesses start in a temporary directory, so they import the installed package
+    (where models/ and presets/ live) rather than the source tree, as a user's would."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def cli(tmp_path):
     def _run(*args, **kw):
