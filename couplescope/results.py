@@ -27,6 +27,7 @@ class VariantResult:
         self.error_kind = None
         self.summary: dict = {}
         self.diagnostics: list[dict] = []
+        self.telemetry = None   # a telemetry_record.TelemetryRecord once samples arrive
 
     @property
     def timed(self) -> list[dict]:
@@ -54,6 +55,7 @@ class VariantResult:
                 "warnings": stats.warnings_for(s, warm[0]["seconds"] if warm else None),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
+                **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **self.summary}
 
 
@@ -110,7 +112,12 @@ class ResultsBuilder:
             v.status = "interrupted" if ev.get("kind") == "interrupted" else "failed"
             v.error, v.error_kind = ev.get("reason"), ev.get("kind")
         elif kind == "diagnostic" and name:
-            self.variant(name).diagnostics.append({k: ev[k] for k in ("level", "message", "setting") if k in ev})
+            self.variant(name).diagnostics.append({k: ev[k] for k in ("check", "level", "message", "setting")
+                                                   if k in ev})
+        elif kind == "telemetry" and name:
+            from couplescope.telemetry_record import record_sample
+
+            record_sample(self.variant(name), ev)
 
     def comparison(self) -> list[dict]:
         """Median, IQR, ratio to the fastest and coupling overhead (call minus forward)."""

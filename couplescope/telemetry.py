@@ -1,8 +1,320 @@
-"""Telemetry sampler (its own issue): placeholder listener that samples nothing yet."""
+"""Live CPU and GPU telemetry, sampled by the parent while a worker runs.
 
+Why in the parent: a sampler inside the measured process would compete with it for the
+GIL and a core and skew what it measures. Here a thread of the parent watches the
+worker's whole process tree from outside with psutil (every MPI rank under mpiexec is a
+descendant of the worker's pid) and the GPUs through NVML, at --telemetry-hz.
+
+Every value that cannot be read -- a process gone between two samples, AccessDenied, no
+NVML, a driver without a function -- is the string "n/a"; nothing here raises into a
+run. Samples travel as "telemetry" events through `session.emit` (thread-safe), so
+every front end and exporter sees them like any other event:
+
+    sample = {"elapsed": s since the worker started, "iteration": {"kind", "index"} | None,
+              "processes": [{pid, role, rank, name, cpu_percent, rss, threads, affinity,
+                             ctx_switches: {voluntary, involuntary}}],
+              "tree": {processes, cpu_percent, rss, threads},
+              "system": {cpu_percent: [per core], memory_used, memory_total, memory_percent},
+              "gpu": [per device, see gpu_telemetry] | "n/a"}
+
+CPU percent is of one core (200 = two cores busy); memory is in bytes. results.json keeps
+a bounded timeline of `scalar_series` per variant and a summary (telemetry_record.py).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from couplescope import diagnostics, events
+from couplescope.gpu_telemetry import NA, GpuProbe
 from couplescope.session import Listener
+from couplescope.telemetry_record import (TelemetryRecord, is_number, record_sample,  # noqa: F401
+                                          scalar_series, summary_line)
 
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def cores_available() -> int:
+    """Cores this process (and so a worker it starts) may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# -- sampling a process tree ----------------------------------------------------------------
+
+class TreeSampler:
+    """Reads one process tree (root pid and all descendants), the system and the GPUs."""
+
+    def __init__(self, root_pid: int, gpu: GpuProbe | None = None) -> None:
+        import psutil
+
+        self.ps = psutil
+        self.gpu = gpu
+        self._known: dict[int, tuple] = {}   # pid -> (psutil.Process, role, rank, name)
+        try:
+            self.root = psutil.Process(root_pid)
+        except psutil.Error:
+            self.root = None
+        self._cpu_last = self._cpu_times()
+
+    def _cpu_times(self):
+        try:
+            return self.ps.cpu_times(percpu=True)
+        except Exception:
+            return None
+
+    def _per_core(self) -> list:
+        """Busy percent per core since the last sample (our own deltas: no shared psutil state)."""
+        now, last = self._cpu_times(), self._cpu_last
+        self._cpu_last = now
+        if not now or not last or len(now) != len(last):
+            return NA
+        out = []
+        for a, b in zip(last, now):
+            total = sum(b) - sum(a)
+            idle = (b.idle - a.idle) + (getattr(b, "iowait", 0) - getattr(a, "iowait", 0))
+            out.append(round(100.0 * (total - idle) / total, 1) if total > 0 else 0.0)
+        return out
+
+    def _tree(self) -> list:
+        if self.root is None:
+            return []
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except self.ps.NoSuchProcess:
+            return []
+        except self.ps.Error:  # AccessDenied listing children: the root alone
+            return [self.root]
+
+    def _identify(self, proc) -> tuple:
+        """Role, MPI rank and name of a process seen for the first time (read once)."""
+        def read(fn, default):
+            try:
+                return fn()
+            except self.ps.Error:
+                return default
+        cmdline = " ".join(read(proc.cmdline, []))
+        role = "worker" if "couplescope.worker" in cmdline else ("root" if proc == self.root else "child")
+        rank = NA
+        if role == "worker":
+            env = read(proc.environ, {})
+            rank = next((int(env[v]) for v in _RANK_VARS if str(env.get(v, "")).isdigit()), NA)
+        return role, rank, read(proc.name, NA)
+
+    def _read(self, proc, role, rank, name, first: bool):
+        """One process's counters; None when it vanished. AccessDenied gives "n/a" per field."""
+        ps = self.ps
+
+        def get(fn):
+            try:
+                return fn()
+            except (ps.NoSuchProcess, ps.ZombieProcess):
+                raise
+            except Exception:  # AccessDenied, unsupported on this platform
+                return NA
+        try:
+            with proc.oneshot():
+                if get(proc.status) in (ps.STATUS_ZOMBIE, ps.STATUS_DEAD):
+                    return None   # exited, not yet reaped: its counters read as zeros
+                mem = get(proc.memory_info)
+                if mem != NA and mem.rss == 0:
+                    return None   # exiting: its memory is already released
+                cpu = get(lambda: proc.cpu_percent(None))
+                ctx = get(proc.num_ctx_switches)
+                return {"pid": proc.pid, "role": role, "rank": rank, "name": name,
+                        # the first reading of a process has no interval to measure over
+                        "cpu_percent": NA if first else cpu,
+                        "rss": mem.rss if mem != NA else NA,
+                        "threads": get(proc.num_threads),
+                        "affinity": get(proc.cpu_affinity),
+                        "ctx_switches": NA if ctx == NA else {"voluntary": ctx.voluntary,
+                                                              "involuntary": ctx.involuntary}}
+        except ps.Error:  # NoSuchProcess / ZombieProcess: ended between two samples
+            return None
+
+    def sample(self) -> dict | None:
+        """One sample, or None once the root process has gone."""
+        processes, alive = [], set()
+        for proc in self._tree():
+            known = self._known.get(proc.pid)
+            first = known is None or known[0] != proc   # != also catches a reused pid
+            if first:
+                known = (proc, *self._identify(proc))
+                self._known[proc.pid] = known
+            got = self._read(*known, first=first)
+            if got is not None:
+                processes.append(got)
+                alive.add(proc.pid)
+        for pid in set(self._known) - alive:
+            del self._known[pid]
+        if self.root is None or self.root.pid not in alive:
+            return None
+        try:
+            vm = self.ps.virtual_memory()
+            memory = {"memory_used": vm.used, "memory_total": vm.total, "memory_percent": vm.percent}
+        except Exception:
+            memory = {"memory_used": NA, "memory_total": NA, "memory_percent": NA}
+        return {"processes": processes, "tree": _tree_totals(processes),
+                "system": {"cpu_percent": self._per_core(), **memory},
+                "gpu": self.gpu.sample([p["pid"] for p in processes]) if self.gpu is not None else NA}
+
+
+def _tree_totals(processes: list) -> dict:
+    def total(key):
+        values = [p[key] for p in processes if is_number(p[key])]
+        return round(sum(values), 1) if values else NA
+    return {"processes": len(processes), "cpu_percent": total("cpu_percent"),
+            "rss": total("rss"), "threads": total("threads")}
+
+
+class SamplerThread(threading.Thread):
+    """Calls `deliver(sampler.sample())` at `hz` until stopped; keeps its own CPU time.
+
+    Ticks are scheduled on a fixed grid (a slow sample does not shift the later ones);
+    missed ticks are skipped, not bunched. An unexpected error ends nothing: it is kept in
+    `error` (first one only) and sampling goes on.
+    """
+
+    def __init__(self, sampler, hz: float, deliver) -> None:
+        super().__init__(name="couplescope-telemetry", daemon=True)
+        self.sampler, self.period, self.deliver = sampler, 1.0 / hz, deliver
+        self.cpu_seconds = 0.0
+        self.samples = 0
+        self.error: str | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        start_cpu, tick = time.thread_time(), time.monotonic()
+        while not self._halt.is_set():
+            try:
+                sample = self.sampler.sample()
+                if sample is not None:
+                    self.samples += 1
+                    self.deliver(sample)
+            except Exception as exc:  # a bug here must not stop a measurement
+                self.error = self.error or f"{type(exc).__name__}: {exc}"
+            self.cpu_seconds = time.thread_time() - start_cpu
+            tick += self.period
+            delay = tick - time.monotonic()
+            if delay < 0:
+                tick, delay = time.monotonic(), 0.0
+            self._halt.wait(delay)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(timeout)
+
+
+# -- what iteration is running ------------------------------------------------------------
+
+class IterationTracker:
+    """Which iteration runs now, inferred from the last event (events arrive when one ends)."""
+
+    def __init__(self, spec) -> None:
+        self.plan = [(k, n) for k, n in (("warmup", spec.warmup), ("timed", spec.iterations),
+                                          ("profiled", spec.profile_iterations)) if n > 0]
+        self.current = None
+
+    def _after(self, kind, index):
+        kinds = [k for k, _ in self.plan]
+        if kind is None:
+            return {"kind": self.plan[0][0], "index": 1} if self.plan else None
+        if kind not in kinds:
+            return None
+        if index < dict(self.plan)[kind]:
+            return {"kind": kind, "index": index + 1}
+        later = kinds[kinds.index(kind) + 1:]
+        return {"kind": later[0], "index": 1} if later else None
+
+    def on_event(self, ev: dict) -> None:
+        kind = ev["event"]
+        if kind == "model_loaded":
+            self.current = self._after(None, 0)
+        elif kind == "iteration":
+            self.current = self._after(ev.get("kind"), ev.get("index", 0))
+        elif kind in ("variant_finished", "variant_failed"):
+            self.current = None
+
+
+# -- the listener -------------------------------------------------------------------------
 
 class TelemetryListener(Listener):
+    """Starts a sampler thread per worker and emits its samples and the diagnostics."""
+
     def __init__(self, hz: float) -> None:
-        self.hz = hz
+        self.hz = float(hz or 0)
+        self.gpu: GpuProbe | None = None
+        self._emit = None
+        self._thread: SamplerThread | None = None
+        self._variant = ""
+        self._started = 0.0
+        self._tracker: IterationTracker | None = None
+        self._diag: diagnostics.Diagnostician | None = None
+        self._lock = threading.Lock()   # guards tracker and diagnostician (two threads use them)
+
+    def attach(self, session) -> None:
+        self._emit = session.emit
+
+    def _say(self, kind: str, **fields) -> None:
+        self._emit(events.make(kind, variant=self._variant, **fields))
+
+    def _diagnose(self, found: list) -> None:
+        for d in found:
+            self._say("diagnostic", **d)
+
+    def worker_started(self, spec, proc) -> None:
+        if self.hz <= 0 or self._emit is None:
+            return
+        self._variant, self._started = spec.label, time.time()
+        if self.gpu is None:
+            self.gpu = GpuProbe()
+            if not self.gpu.available:  # said once per session, not per variant or sample
+                self._say("log", message=f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
+        with self._lock:
+            self._tracker = IterationTracker(spec)
+            self._diag = diagnostics.Diagnostician(spec, cores_available())
+            found = self._diag.before_run()
+        self._diagnose(found)
+        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu), self.hz, self._deliver)
+        self._thread.start()
+
+    def _deliver(self, sample: dict) -> None:
+        """On the sampler thread: tag, emit, then check the diagnostics that need samples."""
+        with self._lock:
+            sample["elapsed"] = round(time.time() - self._started, 3)
+            sample["iteration"] = self._tracker.current if self._tracker else None
+            diag = self._diag
+        self._say("telemetry", sample=sample)
+        if diag is not None:
+            with self._lock:
+                found = diag.on_sample(sample)
+            self._diagnose(found)
+
+    def on_event(self, ev: dict) -> None:
+        if ev["event"] in ("telemetry", "diagnostic", "log") or self._tracker is None:
+            return
+        with self._lock:
+            self._tracker.on_event(ev)
+            found = self._diag.on_event(ev) if self._diag is not None else []
+        self._diagnose(found)
+
+    def worker_ended(self, spec, proc) -> None:
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        thread.stop()
+        if thread.error:
+            self._say("log", message=f"telemetry: sampling error (values may be missing): {thread.error}")
+        with self._lock:
+            found = self._diag.finish() if self._diag else []
+            self._tracker = self._diag = None
+        self._diagnose(found)
+
+    def session_done(self, builder) -> None:
+        if self.gpu is not None:
+            self.gpu.close()
