@@ -256,3 +256,14 @@ def test_ctrl_c_keeps_what_was_measured_and_exits_130(tmp_path):
 def test_python_dash_m_and_version():
     r = subprocess.run([sys.executable, "-m", "couplescope", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("couplescope ")
+
+
+def test_worker_that_dies_is_reported_not_hung(cli, tmp_path):
+    (tmp_path / "crash.py").write_text(BRIDGE_OK.replace(
+        'output[...] = 3.0 * inputs[0]', 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'))
+    r = cli("--model", tmp_path / "crash.py", "--backend", "bridge", "--input-shape", "4",
+            "--export", tmp_path / "runs", *FAST, timeout=60)
+    assert r.returncode == 1
+    assert "worker ended with signal 9" in r.stderr
+    doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
+    assert doc["variants"][0]["status"] == "failed"
