@@ -97,8 +97,10 @@ class TreeSampler:
                 return fn()
             except self.ps.Error:
                 return default
-        cmdline = " ".join(read(proc.cmdline, []))
-        role = "worker" if "couplescope.worker" in cmdline else ("root" if proc == self.root else "child")
+        args = read(proc.cmdline, [])
+        # the worker's own argv (runner.worker_command); a launcher only carries it further on
+        is_worker = args[1:3] == ["-m", "couplescope.worker"]
+        role = "worker" if is_worker else ("root" if proc == self.root else "child")
         rank = NA
         if role == "worker":
             env = read(proc.environ, {})
