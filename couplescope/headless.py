@@ -179,6 +179,10 @@ class HeadlessPrinter(Listener):
             self.print(f"profiled: {len(prof)} iteration(s), median "
                        f"{fmt.seconds(stats.summarize([p['seconds'] for p in prof])['median'])} "
                        "(not in the statistics)")
+        from couplescope.trace_summary import format_lines
+
+        for line in format_lines(v.summary.get("trace_summary") or {}):
+            self.print(line)
         if s["n"]:
             for key in ("min", "median", "mean", "max", "stddev"):
                 self.print(f"{key:<6} time taken (s): {fmt.sci(s[key])}")

@@ -1,8 +1,158 @@
-"""Trace export (its own issue): placeholder listener that writes no traces yet."""
+"""Traces and TensorBoard scalars in the run directory (the parent's side of profiling).
 
+Layout, one TensorBoard run per variant (the TensorBoard profiler plugin treats every
+directory holding *.pt.trace.json[.gz] files as a run, the scalars dashboard every
+directory holding event files):
+
+    <run_dir>/traces/<variant>/<worker>.<time_ns>.pt.trace.json.gz   (torch.profiler)
+    <run_dir>/traces/<variant>/events.out.tfevents.*                 (per-iteration scalars)
+
+Why staging: the run directory is created only when the first variant has loaded its
+model (so bad input leaves nothing), but the worker must be told where to write before
+it starts. So each worker writes its trace into a private staging directory (passed as
+COUPLESCOPE_TRACE_DIR) and this listener moves the files into the run directory when
+the worker has ended, then records where they went in results.json and events.jsonl.
+
+The scalars (iteration time by kind, each phase, the check's error) are written here,
+from the iteration events the parent receives: never in the worker's timed loop. They
+use tensorboard's own event writer, so the parent does not import torch for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+from couplescope import events
+from couplescope.errors import UsageError
+from couplescope.profiling import TRACE_DIR_ENV, TRACE_SUFFIXES
 from couplescope.session import Listener
+
+TRACES = "traces"
+
+
+def run_name(label: str) -> str:
+    """The directory name of a variant's TensorBoard run."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "variant"
+
+
+class ScalarWriter:
+    """Per-iteration scalars for one variant, in tensorboard's event file format."""
+
+    def __init__(self, logdir: str) -> None:
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self._event, self._summary = event_pb2.Event, summary_pb2.Summary
+        self._writer = EventFileWriter(logdir, flush_secs=5)
+        self.step = 0
+
+    def iteration(self, ev: dict) -> None:
+        """One iteration event: steps count every iteration of the variant, in order."""
+        self.step += 1
+        values = [(f"iteration_seconds/{ev['kind']}", ev["seconds"])]
+        values += [(f"phase_seconds/{name}", sec) for name, sec in (ev.get("phases") or {}).items()]
+        err = ev.get("max_rel_error")
+        if isinstance(err, (int, float)) and err == err and err not in (float("inf"), float("-inf")):
+            values.append(("check/max_rel_error", err))
+        summary = self._summary(value=[self._summary.Value(tag=tag, simple_value=float(v))
+                                       for tag, v in values if isinstance(v, (int, float))])
+        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.step, summary=summary))
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 class TraceListener(Listener):
+    """Moves each variant's trace into the run directory and writes its scalars."""
+
     def __init__(self, exporter) -> None:
         self.exporter = exporter
+        self.session = None
+        self.staging = None
+        self._writers: dict[str, ScalarWriter] = {}
+        self._scalars_failed = False
+        if exporter is not None:
+            try:
+                self.staging = tempfile.mkdtemp(prefix="couplescope-traces-")
+            except OSError as exc:
+                raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
+                                 f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
+
+    def attach(self, session) -> None:
+        self.session = session
+
+    def variant_dir(self, label: str) -> str | None:
+        if self.exporter is None or not self.exporter.path:
+            return None
+        return os.path.join(self.exporter.path, TRACES, run_name(label))
+
+    def worker_env(self, spec) -> dict:
+        if self.staging is None or not spec.profile_iterations:
+            return {}
+        return {TRACE_DIR_ENV: os.path.join(self.staging, run_name(spec.label))}
+
+    def on_event(self, ev: dict) -> None:
+        if ev["event"] != "iteration" or self._scalars_failed:
+            return
+        label = ev.get("variant", "")
+        writer = self._writers.get(label)
+        if writer is None:
+            target = self.variant_dir(label)
+            if target is None:
+                return
+            try:
+                os.makedirs(target, exist_ok=True)
+                writer = self._writers[label] = ScalarWriter(target)
+            except (ImportError, OSError) as exc:
+                self._scalars_failed = True
+                self._emit("diagnostic", label, level="warning", setting="export",
+                           message=f"TensorBoard scalars not written: {type(exc).__name__}: {exc} "
+                                   "(pip install tensorboard torch-tb-profiler)")
+                return
+        writer.iteration(ev)
+
+    def worker_ended(self, spec, proc) -> None:
+        label = spec.label
+        writer = self._writers.pop(label, None)
+        if writer is not None:
+            writer.close()
+        if self.staging is None:
+            return
+        source = os.path.join(self.staging, run_name(label))
+        files = sorted(f for f in os.listdir(source) if f.endswith(TRACE_SUFFIXES)) if os.path.isdir(source) else []
+        target = self.variant_dir(label)
+        moved = []
+        if files and target is not None:
+            os.makedirs(target, exist_ok=True)
+            for name in files:
+                shutil.move(os.path.join(source, name), os.path.join(target, name))
+                moved.append(os.path.join(target, name))
+        shutil.rmtree(source, ignore_errors=True)
+        if not moved:
+            return
+        self._record(label, target, moved)
+        for path in moved:
+            self._emit("trace_written", label, path=path)
+
+    def _record(self, label: str, target: str, moved: list[str]) -> None:
+        """Say in results.json where the variant's trace went (relative to the run directory)."""
+        if self.session is None or label not in self.session.builder.variants:
+            return
+        summary = self.session.builder.variants[label].summary
+        profile = summary.setdefault("profile", {})
+        profile["trace_dir"] = os.path.relpath(target, self.exporter.path)
+        profile["trace_files"] = [os.path.relpath(p, self.exporter.path) for p in moved]
+
+    def _emit(self, kind: str, label: str, **fields) -> None:
+        if self.session is not None:
+            self.session.emit(events.make(kind, variant=label, **fields))
+
+    def session_done(self, builder) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)

@@ -1,0 +1,180 @@
+"""`couplescope --tensorboard RUN_DIR`: TensorBoard on 127.0.0.1 over a run's traces.
+
+TensorBoard runs as a child process in its own process group, so the terminal's Ctrl-C
+reaches only couplescope, which then ends the child deliberately (SIGTERM to its group,
+SIGKILL if it lingers) and exits 0 without a traceback. Its own output goes to a log
+file, shown only when it fails to start. Everything that can be wrong with the input
+(no such directory, no traces in it, TensorBoard or the profiler plugin missing, a
+port in use) is a one-line UsageError (exit 2) before anything starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from couplescope.errors import UsageError
+
+HOST = "127.0.0.1"
+INSTALL = "pip install tensorboard torch-tb-profiler"
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+STARTUP_SECONDS = 60.0
+
+
+def find_logdir(run_dir: str) -> str:
+    """The directory to give TensorBoard: RUN_DIR/traces, or RUN_DIR itself when it holds
+    traces below it (a traces directory, or a directory of runs to compare)."""
+    run_dir = os.path.abspath(run_dir)
+    if not os.path.isdir(run_dir):
+        raise UsageError(f"--tensorboard {run_dir}: no such directory; give a run directory "
+                         "written with --export (e.g. couplescope-runs/<run>)")
+    traces = os.path.join(run_dir, "traces")
+    for candidate in (traces, run_dir):
+        if os.path.isdir(candidate) and has_traces(candidate):
+            return candidate
+    raise UsageError(f"--tensorboard {run_dir}: no traces in it (no *.pt.trace.json[.gz] or TensorBoard "
+                     "event files); write some with --export and --profile-iterations N (N > 0)")
+
+
+def has_traces(directory: str) -> bool:
+    for _root, _dirs, files in os.walk(directory):
+        if any(f.endswith(TRACE_SUFFIXES) or ".tfevents." in f for f in files):
+            return True
+    return False
+
+
+def check_installed() -> None:
+    missing = [name for module, name in (("tensorboard", "tensorboard"), ("torch_tb_profiler", "torch-tb-profiler"))
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise UsageError(f"--tensorboard needs {' and '.join(missing)}, which is not installed: {INSTALL}")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def check_port(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            raise UsageError(f"--port {port} is in use on {HOST}; choose another or leave --port out "
+                             "for a free one") from None
+
+
+def command(logdir: str, port: int) -> list[str]:
+    # the plugin loads its trace files in worker processes; --load_fast=false keeps the
+    # pure-Python loader, which needs no Rust data server binary
+    return [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", HOST,
+            "--port", str(port), "--load_fast", "false"]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _last_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def stop(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    """End TensorBoard and anything it started (its plugin's loader processes)."""
+    if proc.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=timeout)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
+
+
+def start(logdir: str, port: int, log_path: str) -> subprocess.Popen:
+    log = open(log_path, "w", encoding="utf-8")
+    try:
+        return subprocess.Popen(command(logdir, port), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
+    finally:
+        log.close()
+
+
+def wait_until_up(proc: subprocess.Popen, port: int, log_path: str) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    url = f"http://{HOST}:{port}/data/plugins_listing"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UsageError(f"TensorBoard did not start (exit code {proc.returncode}): "
+                             f"{_last_line(log_path) or 'no output'}")
+        if _answers(url):
+            return
+        time.sleep(0.2)
+    stop(proc)
+    raise UsageError(f"TensorBoard did not answer on {HOST}:{port} within {STARTUP_SECONDS:.0f} s: "
+                     f"{_last_line(log_path) or 'no output'}")
+
+
+def serve(run_dir: str, port: int | None = None, out=None) -> int:
+    """Start TensorBoard over RUN_DIR's traces, print the address, wait for Ctrl-C.
+
+    Returns 0 when stopped with Ctrl-C or SIGTERM, TensorBoard's exit code if it ends on its own.
+    """
+    out = out or sys.stdout
+    logdir = find_logdir(run_dir)
+    check_installed()
+    if port is None:
+        port = free_port()
+    else:
+        check_port(port)
+    log_fd, log_path = tempfile.mkstemp(prefix="couplescope-tensorboard-", suffix=".log")
+    os.close(log_fd)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    proc = None
+    try:
+        proc = start(logdir, port, log_path)
+        wait_until_up(proc, port, log_path)
+        out.write(f"TensorBoard: http://{HOST}:{port}/#pytorch_profiler  (traces in {logdir}; "
+                  "Ctrl-C stops it)\n")
+        out.flush()
+        code = proc.wait()
+        out.write(f"TensorBoard ended by itself (exit code {code}): {_last_line(log_path)}\n")
+        return code if code else 0
+    except KeyboardInterrupt:
+        out.write("TensorBoard stopped\n")
+        out.flush()
+        return 0
+    finally:
+        if proc is not None:
+            stop(proc)
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            os.unlink(log_path)
+        except OSError:
+            pass
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt

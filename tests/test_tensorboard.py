@@ -1,0 +1,157 @@
+"""`couplescope --tensorboard`: a real TensorBoard with the PyTorch profiler plugin on 127.0.0.1.
+
+The server is started through couplescope itself (as a user would), found through the
+plugin's HTTP endpoints, and always stopped: with Ctrl-C (SIGINT) as a user would, and by
+the fixture's `finally` if anything went wrong. The plugin rescans its logdir every 10 s,
+so the wait for the runs is bounded, not fixed.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import psutil
+import pytest
+
+VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
+PLUGIN = "/data/plugin/pytorch_profiler"
+WAIT_SECONDS = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(port: int, path: str, **query):
+    url = f"http://127.0.0.1:{port}{path}"
+    if query:
+        url += "?" + urllib.parse.urlencode(query)
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def couplescope(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "couplescope", *map(str, args)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, NO_COLOR="1"), **kw)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("runs")
+    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
+                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", "2",
+                           "--profile-iterations", "2", "--telemetry-hz", "0", "--quiet",
+                           "--export", str(parent)], capture_output=True, text=True, timeout=300, cwd=parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (results,) = glob.glob(os.path.join(parent, "*", "results.json"))
+    return os.path.dirname(results)
+
+
+@pytest.fixture
+def server(run_dir):
+    """(port, process) of `couplescope --tensorboard RUN_DIR --port P`; always stopped."""
+    port = free_port()
+    proc = couplescope("--tensorboard", run_dir, "--port", port)
+    children: list[psutil.Process] = []
+    try:
+        line = proc.stdout.readline()   # printed once TensorBoard answers
+        assert line.startswith(f"TensorBoard: http://127.0.0.1:{port}/"), line + proc.stderr.read()
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "TensorBoard should run as a child process"
+        yield port, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for child in children:   # never leave a server behind, even if couplescope failed to stop it
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+def test_both_variants_open_in_the_profiler_plugin(server):
+    port, proc = server
+    deadline = time.monotonic() + WAIT_SECONDS
+    runs = {}
+    while time.monotonic() < deadline:
+        runs = get_json(port, f"{PLUGIN}/runs")
+        if set(VARIANTS) <= set(runs.get("runs", [])) and not runs.get("loading"):
+            break
+        time.sleep(1)
+    assert set(VARIANTS) <= set(runs["runs"]), runs
+    for name in VARIANTS:
+        views = get_json(port, f"{PLUGIN}/views", run=name)
+        assert {"Overview", "Operator", "Trace"} <= set(views), views
+        for view in ("Overview", "Operator", "Trace"):
+            assert get_json(port, f"{PLUGIN}/workers", run=name, view=view) == [name]
+    tags = get_json(port, "/data/plugin/scalars/tags")
+    for name in VARIANTS:
+        assert "iteration_seconds/timed" in tags[name] and "phase_seconds/forward" in tags[name]
+
+
+def test_ctrl_c_stops_tensorboard_cleanly(server):
+    port, proc = server
+    assert port_open(port)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode in (0, 130)
+    assert "Traceback" not in err
+    assert "stopped" in out
+    assert not port_open(port)
+
+
+def run_cli(*args, env=None):
+    full = dict(os.environ, NO_COLOR="1", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "couplescope", *map(str, args)], capture_output=True,
+                          text=True, timeout=60, env=full)
+
+
+def test_a_directory_without_traces_exits_2_with_one_line(tmp_path):
+    (tmp_path / "results.json").write_text("{}")
+    proc = run_cli("--tensorboard", tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no traces" in proc.stderr, proc.stderr
+    proc = run_cli("--tensorboard", tmp_path / "missing")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such directory" in proc.stderr
+
+
+def test_a_port_in_use_exits_2_with_one_line(run_dir):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        proc = run_cli("--tensorboard", run_dir, "--port", busy.getsockname()[1])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "in use" in proc.stderr, proc.stderr
+
+
+def test_missing_plugin_says_what_to_install(run_dir):
+    """Marks the plugin unimportable the way Python itself does (sys.modules[name] = None)."""
+    code = ("import sys; sys.modules['torch_tb_profiler'] = None\n"
+            "from couplescope.cli import main\n"
+            f"sys.exit(main(['--tensorboard', {str(run_dir)!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "pip install tensorboard torch-tb-profiler" in proc.stderr
