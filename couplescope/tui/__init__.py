@@ -1,7 +1,14 @@
-"""The Textual app (its own issue)."""
+"""The Textual app (`couplescope --tui`, or `couplescope` alone in a terminal).
+
+Kept import-light: textual, torch and the app's modules are imported only when the
+app is launched, so `couplescope --help` and the headless CLI never pay for them.
+"""
 
 
 def launch(args) -> int:
-    from couplescope.errors import UsageError
+    """Open the app with the command line's options filled in; the exit code."""
+    from couplescope.tui.app import CoupleScopeApp
 
-    raise UsageError("the interactive app is not built yet; use --preset or --model for a headless run")
+    app = CoupleScopeApp(args)
+    app.run()
+    return 0

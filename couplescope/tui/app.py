@@ -1,0 +1,411 @@
+"""The Textual app: pick, run, watch, compare, export.
+
+A view over the engine's event stream; it measures nothing itself. A run is a
+couplescope Session on a thread worker (the worker process does the measuring); the
+session's AppListener posts messages, handled here on the UI thread, where they feed
+the run's ResultsBuilder and the widgets. Widgets redraw on a 4 Hz tick, not per event.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, ProgressBar, Static, TabbedContent, TabPane
+
+from couplescope.errors import UsageError
+from couplescope.export.run_dir import DEFAULT_PARENT, RunDirectoryExporter
+from couplescope.tui import messages as m
+from couplescope.tui.compare import CompareScreen
+from couplescope.tui.form import PickForm
+from couplescope.tui.help import HelpScreen
+from couplescope.tui.listener import AppListener
+from couplescope.tui.numbers import Numbers
+from couplescope.tui.runs import RunRecord, export_run
+from couplescope.tui.telemetry_panel import DiagnosticsLog, TelemetryPanel
+from couplescope.tui.watch import IterationsTable, StatsPanel, TimePlot
+
+
+class RunsTable(DataTable):
+    BINDINGS = [Binding("space", "app.toggle_mark", "mark for compare")]
+
+
+class CoupleScopeApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "couplescope"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
+    BINDINGS = [
+        Binding("r", "run", "run", priority=True),
+        Binding("s", "stop", "stop", priority=True),
+        Binding("e", "export", "export", priority=True),
+        Binding("c", "compare", "compare", priority=True),
+        Binding("p", "show_tab('pick')", "pick", priority=True),
+        Binding("w", "show_tab('watch')", "watch", priority=True),
+        Binding("t", "show_tab('telemetry')", "telemetry", priority=True),
+        Binding("h", "show_tab('history')", "history", priority=True),
+        Binding("question_mark", "help", "help", priority=True),
+        Binding("q", "quit", "quit", priority=True),
+    ]
+
+    def __init__(self, args=None, redact: bool = False, load_catalogue: bool = True) -> None:
+        super().__init__()
+        if args is None:
+            from couplescope.cli import build_parser
+
+            args = build_parser().parse_args([])
+        self.args = args
+        self.numbers = Numbers(redact)
+        self.runs: dict[int, RunRecord] = {}
+        self.active: RunRecord | None = None      # the run going now
+        self.shown: RunRecord | None = None       # the run the Watch view shows
+        self._run_thread_done = threading.Event()
+        self._staging_root = tempfile.mkdtemp(prefix="couplescope-tui-")
+        self._load_catalogue = load_catalogue
+        self._stats_dirty = False
+        self.catalogue_ready = False
+        self.notes: list[str] = []                # what the log panel shows, as plain text
+
+    # -- layout -----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("couplescope: pick a model or a preset, then press r", id="status")
+        with TabbedContent(initial="pick", id="tabs"):
+            with TabPane("Pick", id="pick"):
+                yield PickForm(self.args, id="form")
+            with TabPane("Watch", id="watch"):
+                yield StatsPanel(id="stats")
+                yield ProgressBar(id="progress", show_eta=False)
+                with Horizontal(id="watch-body"):
+                    yield TimePlot(id="plot")
+                    yield IterationsTable(id="iteration-table", cell_padding=1)
+                    yield TelemetryPanel(id="watch-telemetry", classes="telemetry")
+            with TabPane("Telemetry", id="telemetry"):
+                yield TelemetryPanel(id="telemetry-panel", classes="telemetry")
+                yield DiagnosticsLog(id="log", markup=True, wrap=True)
+            with TabPane("History", id="history"):
+                with Vertical():
+                    yield RunsTable(id="runs", cursor_type="row")
+                    yield Static("space marks runs for c (compare); e exports the highlighted run",
+                                 id="export-note")
+        yield Footer()
+
+    @property
+    def main(self):
+        """The main screen (queries must reach it while compare or help is on top)."""
+        return self.screen_stack[0] if self.screen_stack else self.screen
+
+    def on_mount(self) -> None:
+        table = self.main.query_one("#runs", RunsTable)
+        table.add_column("", key="mark", width=1)
+        table.add_column("run", key="run", width=24)
+        table.add_column("variants", key="variants", width=8)
+        table.add_column("status", key="status", width=8)
+        table.add_column("fastest median", key="median", width=14)
+        table.add_column("checks", key="checks", width=6)
+        table.add_column("exported to", key="export")
+        self.main.query_one(StatsPanel).show(None, None)
+        self.set_interval(0.25, self._tick)
+        self.main.query_one("#model").focus()
+        self.main.query_one(PickForm).refresh_preview()
+        if self._load_catalogue:
+            self.load_catalogue()
+
+    # -- catalogue (imports torch: off the UI thread) ----------------------------------
+    @work(thread=True, exit_on_error=False, group="catalogue")
+    def load_catalogue(self) -> None:
+        models, backend_status, devs, error = {}, {}, ["cpu"], None
+        try:
+            from couplescope import backends, catalogue, devices
+
+            for name in catalogue.model_names():
+                try:
+                    w = catalogue.load(name)
+                    models[name] = {"size_name": w.size_name, "default_size": w.default_size,
+                                    "dtype": w.dtype, "summary": w.summary}
+                except Exception as exc:  # one broken model must not hide the others
+                    error = f"model {name}: {exc}"
+            backend_status = {name: backends.unavailable(name) for name in backends.names()}
+            devs = devices.available()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        self.post_message(m.CatalogueLoaded(models, backend_status, devs, error))
+
+    def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:
+        self.main.query_one(PickForm).set_catalogue(msg.models, msg.backends, msg.devices)
+        self.catalogue_ready = True
+        if msg.error:
+            self.note(f"catalogue: {msg.error}", "warning")
+
+    # -- actions ------------------------------------------------------------------------
+    FOCUS_IN_TAB = {"pick": "#model", "watch": "#iteration-table", "telemetry": "#log", "history": "#runs"}
+
+    def action_show_tab(self, tab: str) -> None:
+        # focus moves with the tab: TabbedContent shows the pane of the focused widget
+        self.main.query_one(self.FOCUS_IN_TAB[tab]).focus()
+        self.main.query_one("#tabs", TabbedContent).active = tab
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_run(self) -> None:
+        if self.active is not None:
+            self.notify(f"run {self.active.name} is still going; press s to stop it first",
+                        severity="warning")
+            return
+        form = self.main.query_one(PickForm)
+        try:
+            options, title, specs = form.build()
+            from couplescope.cli import validate_all
+
+            validate_all(specs)
+            record = self._start(options, title, specs)
+        except UsageError as exc:
+            self.notify(str(exc), title="cannot run", severity="error", timeout=8)
+            self.note(f"cannot run: {exc}", "error")
+            return
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.action_show_tab("watch")
+        self.set_status(f"running {record.name}: {len(specs)} variant(s); s stops, q quits")
+
+    def _start(self, options, title, specs) -> RunRecord:
+        from couplescope.pipeline import optional_listeners
+        from couplescope.session import Session
+
+        record = RunRecord(len(self.runs) + 1, title, specs, options)
+        record.listener = AppListener(self.post_message, record.id)
+        record.staging = RunDirectoryExporter(self._staging_root, title)
+        listeners = [record.listener, record.staging, *optional_listeners(options, record.staging)]
+        record.session = Session(specs, listeners, title=title)
+        self.runs[record.id] = record
+        self.active = self.shown = record
+        self.main.query_one(TimePlot).reset("")
+        self.main.query_one(IterationsTable).clear_rows()
+        self.main.query_one(ProgressBar).update(total=None, progress=0)
+        self.main.query_one(StatsPanel).show(None, None)
+        self.add_history_row(record)
+        self.note(f"run {record.name}: " + ", ".join(s.label for s in specs))
+        self._run_thread_done.clear()
+        self.run_session(record)
+        return record
+
+    @work(thread=True, exit_on_error=False, group="run")
+    def run_session(self, record: RunRecord) -> None:
+        error = None
+        try:
+            record.session.run()
+        except BaseException as exc:  # noqa: BLE001 - shown in the app, never closes it
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            self._run_thread_done.set()
+            self.post_message(m.RunEnded(record.id, error))
+
+    def action_stop(self) -> None:
+        if self.active is None:
+            self.notify("no run is going", severity="information")
+            return
+        self.set_status(f"stopping {self.active.name} ...")
+        self.stop_session(self.active)
+
+    @work(thread=True, exit_on_error=False, group="stop")
+    def stop_session(self, record: RunRecord) -> None:
+        # stop() ends the worker's process group; repeated so a worker that was just being
+        # started when s was pressed is ended too
+        deadline = time.monotonic() + 15
+        while not self._run_thread_done.is_set() and time.monotonic() < deadline:
+            record.session.stop()
+            self._run_thread_done.wait(0.2)
+
+    def action_export(self) -> None:
+        record = self.selected_run()
+        if record is None:
+            self.notify("nothing to export yet: run something first (r)", severity="warning")
+            return
+        if record.status == "running":
+            self.notify(f"{record.name} is still running; export it when it ends (or stop it: s)",
+                        severity="warning")
+            return
+        parent = self.args.export or DEFAULT_PARENT
+        try:
+            path = export_run(record, parent)
+        except (UsageError, OSError) as exc:
+            self.notify(str(exc), title="export failed", severity="error", timeout=8)
+            self.note(f"export failed: {exc}", "error")
+            return
+        command = f"couplescope --tensorboard {path}"
+        self.main.query_one("#runs", RunsTable).update_cell(str(record.id), "export", path)
+        self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
+                                                      f"open its traces: {command}")
+        self.note(f"exported {record.name} to {path}; open its traces: {command}")
+        self.notify(f"{path}\nopen its traces: {command}", title="exported", timeout=15)
+
+    def action_compare(self) -> None:
+        records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
+        if not records:
+            self.notify("nothing to compare yet: run something first (r)", severity="warning")
+            return
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+        self.push_screen(CompareScreen(records))
+
+    def action_toggle_mark(self) -> None:
+        record = self.selected_run()
+        if record is None:
+            return
+        record.selected = not record.selected
+        self.main.query_one("#runs", RunsTable).update_cell(str(record.id), "mark", "*" if record.selected else "")
+
+    async def action_quit(self) -> None:
+        self.stop_everything()
+        self.exit()
+
+    def stop_everything(self) -> None:
+        """End any worker process (its whole group); used by q and on exit."""
+        for record in self.runs.values():
+            if record.session is not None and record.status == "running":
+                record.session.stop()
+
+    def on_unmount(self) -> None:
+        self.stop_everything()
+        shutil.rmtree(self._staging_root, ignore_errors=True)
+
+    # -- messages from the run ------------------------------------------------------------
+    def _record(self, msg) -> RunRecord | None:
+        record = self.runs.get(msg.run_id)
+        if record is not None and getattr(msg, "event", None) is not None:
+            record.builder.on_event(msg.event)
+        return record
+
+    def on_variant_started(self, msg: m.VariantStarted) -> None:
+        record = self._record(msg)
+        name = msg.event["variant"]
+        record.current = name
+        if record is self.shown:
+            self.main.query_one(TimePlot).reset(name)
+            self.main.query_one(IterationsTable).add_variant(name)
+            self.main.query_one(ProgressBar).update(total=record.expected(name), progress=0)
+            self._stats_dirty = True
+        self.set_status(f"{record.name}: {name}: building and loading the model")
+
+    def on_model_loaded(self, msg: m.ModelLoaded) -> None:
+        record = self._record(msg)
+        ev = msg.event
+        self.note(f"{ev['variant']}: model loaded in {self.numbers.seconds(ev.get('seconds'))} "
+                  f"(size {ev.get('size')}, {ev.get('dtype')})")
+        self.set_status(f"{record.name}: {ev['variant']}: measuring")
+
+    def on_iterations_measured(self, msg: m.IterationsMeasured) -> None:
+        record = self.runs.get(msg.run_id)
+        if record is None:
+            return
+        for ev in msg.events:
+            record.builder.on_event(ev)
+        if record is self.shown:
+            self.main.query_one(TimePlot).add(msg.events)
+            self.main.query_one(IterationsTable).add_iterations(msg.events)
+            self.main.query_one(ProgressBar).advance(len(msg.events))
+            self._stats_dirty = True
+
+    def on_variant_finished(self, msg: m.VariantFinished) -> None:
+        self._record(msg)
+        self._variant_ended(msg)
+
+    def on_variant_failed(self, msg: m.VariantFailed) -> None:
+        self._record(msg)
+        ev = msg.event
+        if ev.get("kind") == "interrupted":
+            self.note(f"{ev['variant']}: stopped; what was measured is kept", "warning")
+        else:
+            self.note(f"{ev['variant']}: {ev.get('reason')}", "error")
+            self.notify(f"{ev['variant']}: {ev.get('reason')}", title="variant failed",
+                        severity="error", timeout=10)
+        self._variant_ended(msg)
+
+    def _variant_ended(self, msg) -> None:
+        self._stats_dirty = True
+        self._tick(force=True)
+
+    def on_diagnostic_raised(self, msg: m.DiagnosticRaised) -> None:
+        self._record(msg)
+        self.note(f"warning: {msg.event.get('message')}", "warning")
+
+    def on_telemetry_sampled(self, msg: m.TelemetrySampled) -> None:
+        if self.runs.get(msg.run_id) is self.shown:
+            for panel in self.main.query(TelemetryPanel):
+                panel.show(msg.event.get("sample") or {})
+
+    def on_other_event_received(self, msg: m.OtherEventReceived) -> None:
+        self._record(msg)
+        ev = msg.event
+        if ev["event"] == "log":
+            self.note(f"{ev.get('variant')}: {ev.get('message')}")
+        elif ev["event"] == "trace_written":
+            self.note(f"{ev.get('variant')}: trace written")
+
+    def on_run_ended(self, msg: m.RunEnded) -> None:
+        record = self.runs.get(msg.run_id)
+        if record is None:
+            return
+        record.finish(msg.error)
+        if record is self.active:
+            self.active = None
+        if msg.error:
+            self.note(f"run {record.name} broke: {msg.error}", "error")
+            self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)
+        self._stats_dirty = True
+        self._tick(force=True)
+        self.update_history_row(record)
+        self.set_status(f"{record.name} {record.status}: e exports, c compares, r runs again, ? help")
+
+    def on_worker_state_changed(self, event) -> None:
+        worker = event.worker
+        if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
+            self.note(f"{worker.group}: {worker.error}", "error")
+
+    # -- drawing ----------------------------------------------------------------------
+    def _tick(self, force: bool = False) -> None:
+        if not self.is_running or not self.main.query(TimePlot):
+            return   # shutting down
+        self.main.query_one(TimePlot).draw(force=force)
+        record = self.shown
+        if self._stats_dirty and record is not None and record.current:
+            self._stats_dirty = False
+            variant = record.builder.variants.get(record.current)
+            self.main.query_one(StatsPanel).show(variant, record.expected(record.current))
+            self.update_history_row(record)
+
+    def set_status(self, text: str) -> None:
+        self.main.query_one("#status", Static).update(text)
+
+    def note(self, text: str, level: str = "info") -> None:
+        self.notes.append(text)
+        self.main.query_one(DiagnosticsLog).note(text, level)
+
+    def selected_run(self) -> RunRecord | None:
+        table = self.main.query_one("#runs", RunsTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return self.runs.get(int(key.value))
+
+    def add_history_row(self, record: RunRecord) -> None:
+        table = self.main.query_one("#runs", RunsTable)
+        table.add_row("", record.name, str(len(record.specs)), record.status, "", "", "", key=str(record.id))
+        table.move_cursor(row=table.row_count - 1)
+
+    def update_history_row(self, record: RunRecord) -> None:
+        table = self.main.query_one("#runs", RunsTable)
+        key = str(record.id)
+        checks = record.checks()
+        style = {"PASSED": "bold green", "FAILED": "bold red"}.get(checks, "")
+        table.update_cell(key, "status", record.status)
+        table.update_cell(key, "median", self.numbers.seconds(record.fastest_median()))
+        table.update_cell(key, "checks", Text(checks, style=style))

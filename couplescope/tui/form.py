@@ -1,0 +1,174 @@
+"""The pick panel: what to run, as the same options the command line takes.
+
+Every field is an optional override, exactly like a command-line option: blank means
+"the default" (the model's own size and dtype, the preset's settings, RunSpec's
+defaults). `options()` returns an argparse Namespace with the CLI's attribute names,
+so the specs are built by couplescope.cli.build_specs and validated by
+couplescope.spec.validate — the app never has its own idea of what a run is.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid, VerticalScroll
+from textual.widgets import Button, Input, Label, Select, SelectionList, Static
+
+from couplescope.errors import UsageError
+from couplescope.spec import BRIDGE_MODELS, DTYPE_CHOICES, LAYOUTS
+
+#: numeric fields: (id, label, placeholder)
+NUMBERS = (("iterations", "iterations", "default 10"),
+           ("warmup", "warm-up", "default 1"),
+           ("threads", "threads", "torch's own"),
+           ("profile_iterations", "profiled", "default 3, 0 = off"))
+SELECTS = ("preset", "model", "device", "dtype", "layout", "bridge_model")
+
+
+class PickForm(VerticalScroll):
+    """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset."""
+
+    def __init__(self, args, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.args = args
+        self.models: dict = {}   # name -> {"size_name", "default_size", "dtype", "summary"}
+
+    def compose(self) -> ComposeResult:
+        from couplescope import backends, catalogue, presets
+
+        a = self.args
+        model_names = catalogue.model_names()
+        if a.model and a.model not in model_names:
+            model_names.append(a.model)   # a user file given on the command line
+        preset_names = presets.preset_names()
+        if a.preset and a.preset not in preset_names:
+            preset_names.append(a.preset)
+        chosen = set((a.backend or "").split(",")) - {""}
+        with Grid(id="pick-grid"):
+            yield Label("preset")
+            yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)", compact=True,
+                         value=a.preset or Select.NULL)
+            yield Label("model")
+            yield Select([(n, n) for n in model_names], id="model", prompt="(from preset)", compact=True,
+                         value=a.model or Select.NULL)
+            yield Label("size", id="size-label")
+            yield Input(a.size or "", id="size", placeholder="model's own", compact=True,
+                        restrict=r"[0-9,]*")
+            yield Label("device")
+            yield Select([("cpu", "cpu")], id="device", prompt="cpu (default)", compact=True,
+                         value=a.device if a.device == "cpu" else Select.NULL)
+            yield Label("dtype")
+            yield Select([(d, d) for d in DTYPE_CHOICES], id="dtype", prompt="model's own",
+                         compact=True, value=a.dtype if a.dtype in DTYPE_CHOICES else Select.NULL)
+            yield Label("layout")
+            yield Select([(v, v) for v in LAYOUTS], id="layout", prompt="fortran (default)",
+                         compact=True, value=a.layout if a.layout in LAYOUTS else Select.NULL)
+            yield Label("bridge runs")
+            yield Select([(v, v) for v in BRIDGE_MODELS], id="bridge_model", prompt="torchscript (default)",
+                         compact=True, value=a.bridge_model if a.bridge_model in BRIDGE_MODELS else Select.NULL)
+            for key, label, placeholder in NUMBERS:
+                yield Label(label)
+                value = getattr(a, key)
+                yield Input("" if value is None else str(value), id=key, placeholder=placeholder,
+                            type="integer", compact=True)
+        yield Label("backends (space toggles; none = torchscript or the preset's)", classes="section")
+        yield SelectionList(*[(f"{n}", n, n in chosen) for n in backends.names()], id="backends",
+                            compact=True)
+        yield Static("", id="preview")
+        yield Button("Run (r)", id="run", variant="success", compact=True)
+
+    # -- filled in from the catalogue worker ----------------------------------------------
+    def set_catalogue(self, models: dict, backend_status: dict, devices: list[str]) -> None:
+        self.models = models
+        sel = self.query_one("#backends", SelectionList)
+        chosen = set(sel.selected)
+        sel.clear_options()
+        for name, reason in backend_status.items():
+            short = (reason or "").split(": ")[-1][:60]
+            prompt = name if not reason else f"{name} [dim](unavailable: {short})[/]"
+            sel.add_option((prompt, name, name in chosen))
+            if reason:
+                sel.get_option_at_index(sel.option_count - 1).disabled = True
+        device = self.query_one("#device", Select)
+        current = device.value
+        device.set_options([(d, d) for d in devices])
+        if self.args.device in devices:
+            device.value = self.args.device
+        elif current in devices:
+            device.value = current
+        self.update_size_hint()
+
+    def update_size_hint(self) -> None:
+        model = self.query_one("#model", Select).value
+        info = self.models.get(model) if isinstance(model, str) else None
+        size = self.query_one("#size", Input)
+        label = self.query_one("#size-label", Label)
+        if info:
+            size.placeholder = f"{info['default_size']} (model's own)"
+            label.update(f"size ({info['size_name']})"[:14])
+        else:
+            size.placeholder = "model's own"
+            label.update("size")
+
+    # -- reading the form --------------------------------------------------------------
+    def options(self):
+        """The form as the CLI's argparse Namespace (same names, same parsing)."""
+        from couplescope.cli import build_parser
+
+        ns = build_parser().parse_args([])
+        for key in ("telemetry_hz", "seed", "input_shape", "reload_every_call", "pinned", "ranks",
+                    "inner_backend", "launcher", "launcher_args", "oversubscribe"):
+            setattr(ns, key, getattr(self.args, key, getattr(ns, key)))
+        for key in SELECTS:
+            value = self.query_one(f"#{key}", Select).value
+            setattr(ns, key, value if isinstance(value, str) else None)
+        size = self.query_one("#size", Input).value.strip().strip(",")
+        ns.size = size or None
+        for key, label, _ in NUMBERS:
+            text = self.query_one(f"#{key}", Input).value.strip()
+            if not text:
+                setattr(ns, key, None)
+                continue
+            try:
+                value = int(text)
+            except ValueError:
+                raise UsageError(f"{label}: '{text}' is not a whole number") from None
+            low = 1 if key in ("iterations", "threads") else 0
+            if value < low:
+                raise UsageError(f"{label} must be at least {low} (got {value})")
+            setattr(ns, key, value)
+        chosen = self.query_one("#backends", SelectionList).selected
+        ns.backend = ",".join(chosen) if chosen else None
+        return ns
+
+    def build(self):
+        """(title, specs) exactly as the CLI builds them; raises UsageError."""
+        from couplescope.cli import build_specs
+
+        ns = self.options()
+        if not ns.preset and not ns.model:
+            raise UsageError("nothing to run: pick a model or a preset")
+        title, specs = build_specs(ns)
+        return ns, title, specs
+
+    def refresh_preview(self) -> None:
+        preview = self.query_one("#preview", Static)
+        try:
+            _, title, specs = self.build()
+        except UsageError as exc:
+            preview.update(f"[b]will not run:[/] {exc}")
+            return
+        labels = ", ".join(s.label for s in specs[:6]) + (" ..." if len(specs) > 6 else "")
+        preview.update(f"[b]{len(specs)} variant(s):[/] {labels}")
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "preset" and isinstance(event.value, str):
+            self.query_one("#model", Select).clear()   # the preset becomes the set of variants
+        if event.select.id == "model":
+            self.update_size_hint()
+        self.refresh_preview()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.refresh_preview()
+
+    def on_selection_list_selected_changed(self, event) -> None:
+        self.refresh_preview()
