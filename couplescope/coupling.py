@@ -118,5 +118,9 @@ class BackendBase:
     def command(self, spec, worker_cmd: list[str]) -> list[str]:
         return worker_cmd
 
+    def env(self, spec) -> dict:
+        """Environment variables the launch needs (Open MPI as root); none by default."""
+        return {}
+
     def open(self, ctx: CouplingContext) -> Coupling:
         raise NotImplementedError

@@ -68,7 +68,7 @@ def environment() -> dict:
 class Prepared:
     """A variant ready to measure: workload, arrays, expected output, coupling."""
 
-    def __init__(self, spec, tmpdir: str, rank_offset: float = 0.0) -> None:
+    def __init__(self, spec, tmpdir: str, rank_offset: float = 0.0, input_seed: int | None = None) -> None:
         import torch
 
         from couplescope import backends, catalogue
@@ -84,8 +84,9 @@ class Prepared:
         except ValueError as exc:
             raise UsageError(f"--size {size} for {workload.name}: {exc}") from None
         self.workload, self.size, self.dtype = workload, size, dtype
-        arrays = (workload.host_arrays(size, dtype, spec.seed, offset=rank_offset) if rank_offset
-                  else workload.host_arrays(size, dtype, spec.seed))
+        seed = spec.seed if input_seed is None else input_seed  # MPI: each rank its own inputs
+        arrays = (workload.host_arrays(size, dtype, seed, offset=rank_offset) if rank_offset
+                  else workload.host_arrays(size, dtype, seed))
         calls = workload.calls(size)
         eager = workload.build(size, dtype, spec.seed)
         try:

@@ -16,7 +16,7 @@ import threading
 import time
 
 from couplescope import format as fmt
-from couplescope import stats
+from couplescope import mpi_stats, stats
 from couplescope.session import Listener
 
 GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
@@ -131,7 +131,8 @@ class HeadlessPrinter(Listener):
     def _on_iteration(self, ev):
         v = ev["variant"]
         word = self._paint("PASSED", GREEN) if ev["passed"] else self._paint("FAILED", RED)
-        line = (f"{word} :: [check iteration {ev['index']} ({fmt.seconds(ev['seconds'])})] "
+        where = f" on rank {ev['rank']}" if ev.get("rank") is not None else ""
+        line = (f"{word} :: [check iteration {ev['index']}{where} ({fmt.seconds(ev['seconds'])})] "
                 f"maximum relative error = {fmt.sci(ev['max_rel_error'])}")
         if ev.get("error"):
             line += f" ({ev['error']})"
@@ -161,7 +162,8 @@ class HeadlessPrinter(Listener):
         self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
 
     def _on_log(self, ev):
-        self.print(f"{ev['variant']}: {ev['message']}")
+        # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
+        self.print(ev["message"] if ev.get("verbatim") else f"{ev['variant']}: {ev['message']}")
 
     def variant_done(self, builder) -> None:
         name = list(builder.variants)[-1]
@@ -187,13 +189,16 @@ class HeadlessPrinter(Listener):
             for key in ("min", "median", "mean", "max", "stddev"):
                 self.print(f"{key:<6} time taken (s): {fmt.sci(s[key])}")
             self.print(f"sample size: {s['n']}")
-            phases = stats.phase_summaries(v.timed)
+            phases = stats.phase_summaries(v.steps)
             if phases:
                 self.print("median per phase: " + ", ".join(f"{k} {fmt.seconds(p['median'])}"
                                                           for k, p in phases.items()))
             first = warm[0]["seconds"] if warm else None
             for w in stats.warnings_for(s, first):
                 self.print(self._paint(f"note: {w}", YELLOW))
+        if mpi_stats.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
+            for line in mpi_stats.report_lines(v.iterations, v.summary.get("ranks")):
+                self.print(line)
         if getattr(v, "telemetry", None) is not None:
             from couplescope.telemetry_record import summary_line
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from couplescope import stats
+from couplescope import mpi_stats, stats
 
 SCHEMA_VERSION = 1
 
@@ -33,8 +33,15 @@ class VariantResult:
     def timed(self) -> list[dict]:
         return [it for it in self.iterations if it["kind"] == "timed"]
 
+    @property
+    def steps(self) -> list[dict]:
+        """The timed iterations the headline statistics summarise. Under MPI (records
+        tagged with a rank) that is, per iteration, the slowest rank's record: the step
+        time a simulation sees. Otherwise every timed iteration."""
+        return mpi_stats.slowest_per_iteration(self.timed)
+
     def stats(self) -> dict:
-        return stats.summarize([it["seconds"] for it in self.timed])
+        return stats.summarize([it["seconds"] for it in self.steps])
 
     def all_passed(self) -> bool:
         return bool(self.iterations) and all(it["passed"] for it in self.iterations)
@@ -51,10 +58,11 @@ class VariantResult:
                 "iterations": [_json_safe(it) for it in self.iterations],
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
                 "noisy": s["noisy"],
-                "phases": stats.phase_summaries(self.timed),
+                "phases": stats.phase_summaries(self.steps),
                 "warnings": stats.warnings_for(s, warm[0]["seconds"] if warm else None),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
+                **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **self.summary}
 
@@ -126,7 +134,7 @@ class ResultsBuilder:
             s = v.stats()
             if not s["n"]:
                 continue
-            forward = stats.phase_summaries(v.timed).get("forward", {}).get("median")
+            forward = stats.phase_summaries(v.steps).get("forward", {}).get("median")
             rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
                          "forward": forward,
                          "overhead": (s["median"] - forward) if forward is not None else None,

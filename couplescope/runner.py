@@ -28,6 +28,13 @@ def worker_command(spec) -> list[str]:
     return backends.get(spec.backend).command(spec, cmd)
 
 
+def backend_env(spec) -> dict:
+    """Variables the backend's launch needs (Open MPI run as root)."""
+    from couplescope import backends
+
+    return backends.get(spec.backend).env(spec)
+
+
 class WorkerProcess:
     """One running variant. Iterate `events()`; `stop()` ends it; `returncode` after."""
 
@@ -37,6 +44,7 @@ class WorkerProcess:
         self._stderr_sink = stderr_sink
         cmd = worker_command(spec)
         full_env = dict(os.environ)
+        full_env.update(backend_env(spec))
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -72,6 +80,9 @@ class WorkerProcess:
         """End the worker (and anything it started): SIGTERM to its group, then SIGKILL."""
         if self.proc.poll() is not None:
             return
+        # MPI launchers put each rank in a process group of its own: remember them, so
+        # none is orphaned if the launcher has to be killed
+        descendants = _descendants(self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -84,6 +95,7 @@ class WorkerProcess:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+        _kill_survivors(descendants, timeout)
 
     @property
     def returncode(self):
@@ -91,8 +103,43 @@ class WorkerProcess:
 
     def crash_reason(self) -> str:
         """One line for a worker that died without saying why."""
+        from couplescope import backends
+
+        explain = getattr(backends.get(self.spec.backend), "crash_reason", None)
+        reason = explain(self.spec, list(self.stderr_tail), self.proc.returncode) if explain else None
+        if reason:
+            return reason
         tail = [line for line in self.stderr_tail if line.strip()]
         last = tail[-1].strip() if tail else "no output"
         code = self.proc.returncode
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         return f"worker ended with {how}: {last}"
+
+
+def _descendants(pid: int) -> list:
+    try:
+        import psutil
+
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:  # psutil missing or the process already gone: nothing to remember
+        return []
+
+
+def _kill_survivors(processes: list, timeout: float) -> None:
+    """SIGTERM, then SIGKILL, whatever of `processes` outlived the worker."""
+    if not processes:
+        return
+    import psutil
+
+    alive = [p for p in processes if p.is_running()]
+    for p in alive:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(alive, timeout=min(timeout, 2.0))
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass

@@ -44,6 +44,10 @@ def main(argv=None) -> int:
     from couplescope.spec import RunSpec
 
     spec = RunSpec.from_dict(json.loads(argv[0]))
+    if spec.backend == "mpi":  # this process is one rank of an MPI job
+        from couplescope.mpi_worker import run_rank
+
+        return run_rank(spec, write)
     emit = Emitter(write)
     emit.variant = spec.label
     profile_window = None

