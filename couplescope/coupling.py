@@ -25,7 +25,9 @@ class PhaseClock:
     phase is also a torch.profiler `record_function` range named couplescope/<phase>;
     off, no profiler call is made, so timed iterations pay nothing for it. When `sync`
     is set (a CUDA device), it is called before both timestamps so a phase is measured
-    at its device-true length, not its launch cost. Not re-entrant: phases do not nest.
+    at its device-true length, not its launch cost; synchronising rather than CUDA events
+    keeps host-only phases and device phases on one clock (docs/gpu.md says why and what
+    it costs). Not re-entrant: phases do not nest.
     """
 
     __slots__ = ("phases", "profiling", "sync", "_name", "_t0", "_range")

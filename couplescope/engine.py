@@ -115,13 +115,19 @@ class Prepared:
                 scripted = workload.script(eager, example)
                 ts_path = os.path.join(tmpdir, f"{workload.name}.pt")
                 torch.jit.save(scripted, ts_path)
-        device = spec.device
+        device, sync = spec.device, None
+        if device.startswith("cuda"):
+            from couplescope import devices
+
+            sync = devices.use_cuda(device)  # current device, no TF32, a synchronise of this device
+            if spec.pinned:  # the simulation's arrays live in page-locked memory, both sides
+                self.arrays = arrays = devices.page_locked(arrays)
+                self.outputs = devices.page_locked(self.outputs)
         self.ctx = CouplingContext(spec=spec, workload=workload, size=size, dtype=dtype,
                                    arrays=arrays, outputs=self.outputs, calls=calls,
                                    torchscript_path=ts_path, clock=self.clock, device=device,
                                    extra={"bridge_module": os.path.abspath(spec.model) if user_bridge else None})
-        if device.startswith("cuda"):
-            self.clock.sync = torch.cuda.synchronize
+        self.clock.sync = sync  # device-true phases on a GPU (see docs/gpu.md)
         self.coupling = backend.open(self.ctx)
         self.tolerance = workload.tolerance(dtype)
         #: called after each iteration's event, outside the timed region (the profiler

@@ -4,7 +4,9 @@ The TorchScript file is loaded once with torch.jit.load (libtorch's loader). Eac
 wraps the host arrays as tensors without copying, with strides from FTorch's layout rule
 (couplescope.layout), runs forward under inference mode, and copies the result into a
 tensor wrapping the preallocated host output array. On a CUDA device the inputs are
-moved to the device (h2d) and the output comes back (d2h) before it is written.
+moved to the device (h2d) and the result is copied straight into the tensor wrapping the
+host output (d2h, FTorch's `copy_`), so there is no marshal_out phase on a GPU; see
+couplescope.transfer and docs/gpu.md.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ class TorchScriptCoupling(Coupling):
         # Strides depend only on shapes: compute them once, as a host code would.
         self.strides = {name: strides_for(a, layout) for name, a in {**ctx.arrays, **ctx.outputs}.items()}
         self.on_gpu = ctx.device.startswith("cuda")
-        self.pinned = {}
-        if self.on_gpu and ctx.spec.pinned:
-            self.pinned = {n: torch.empty(a.shape, dtype=torch.from_numpy(a[:0]).dtype).pin_memory()
-                           for n, a in ctx.outputs.items()}
+        self.copies = self.staging = None
+        if self.on_gpu:
+            from couplescope.transfer import DeviceCopies
+
+            self.copies = DeviceCopies(ctx.device, ctx.spec.pinned)
+            self.staging = {n: self.copies.staging_for(self.wrap(n, a)) for n, a in ctx.outputs.items()}
         self.module = None
 
     def wrap(self, name, array):
@@ -43,18 +47,14 @@ class TorchScriptCoupling(Coupling):
             with clock("load"):
                 self.load()
         for call in ctx.calls:
+            if self.on_gpu:
+                self.call_on_device(call)
+                continue
             with clock("marshal_in"):
                 inputs = [self.wrap(n, ctx.arrays[n]) for n in call.inputs]
-            if self.on_gpu:
-                with clock("h2d"):
-                    inputs = [t.to(ctx.device, non_blocking=ctx.spec.pinned) for t in inputs]
             with clock("forward"):
                 with torch.inference_mode():
                     result = self.module(*inputs)
-            if self.on_gpu:
-                with clock("d2h"):
-                    staging = self.pinned.get(call.output)
-                    result = staging.copy_(result, non_blocking=True) if staging is not None else result.cpu()
             with clock("marshal_out"):
                 host = ctx.outputs[call.output]
                 if tuple(result.shape) != host.shape:
@@ -62,6 +62,24 @@ class TorchScriptCoupling(Coupling):
                                          f"host expects {host.shape}")
                 else:
                     self.wrap(call.output, host).copy_(result)
+
+    def call_on_device(self, call) -> None:
+        """FTorch on a GPU: wrap both host arrays, move the inputs, copy the result back."""
+        ctx, clock, torch, copies = self.ctx, self.ctx.clock, self.torch, self.copies
+        with clock("marshal_in"):
+            inputs = [self.wrap(n, ctx.arrays[n]) for n in call.inputs]
+            output = self.wrap(call.output, ctx.outputs[call.output])
+        with clock("h2d"):
+            inputs = [copies.to_device(t) for t in inputs]
+        with clock("forward"):
+            with torch.inference_mode():
+                result = self.module(*inputs)
+        if not isinstance(result, torch.Tensor) or result.shape != output.shape:
+            got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
+            self.output_error = f"model returned {got}, host expects {tuple(output.shape)}"
+            return
+        with clock("d2h"):
+            copies.to_host(output, result, self.staging[call.output])
 
 
 class TorchScriptBackend(BackendBase):
