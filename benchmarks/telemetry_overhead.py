@@ -1,0 +1,115 @@
+"""What telemetry costs: the sampler thread's own CPU, and a real run's median with it on and off.
+
+    /work/venv/bin/python benchmarks/telemetry_overhead.py [--seconds 10] [--pairs 3]
+
+Part 1 watches a real busy process (a Python loop on one core, with two extra threads)
+for a fixed period at 10 Hz and 50 Hz and reads the sampler thread's CPU time
+(time.thread_time inside the thread). Each tick does what a run does: sample the tree,
+the system and NVML, build the telemetry event, serialise it to a JSON line and add it
+to the results timeline. Target: under 1% of one core at 10 Hz.
+
+Part 2 runs the same small variant (StrideNet N=32 through TorchScript) with telemetry
+off and on (10 Hz and 50 Hz), interleaved in one process so drift hits all alike, and
+prints the median of each run's timed-iteration medians and the ratio to "off".
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+from couplescope import events
+from couplescope.gpu_telemetry import GpuProbe
+from couplescope.session import Session
+from couplescope.spec import RunSpec
+from couplescope.telemetry import SamplerThread, TelemetryListener, TreeSampler
+from couplescope.telemetry_record import TelemetryRecord
+
+BUSY = """
+import threading, time
+def spin():
+    x = 0
+    while True:
+        x += 1
+def idle():
+    while True:
+        time.sleep(0.01)
+for f in (idle, idle):
+    threading.Thread(target=f, daemon=True).start()
+spin()
+"""
+
+
+def sampler_cost(hz: float, seconds: float, gpu: GpuProbe) -> dict:
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    record = TelemetryRecord()
+    sizes = []
+
+    def deliver(sample):
+        ev = events.make("telemetry", variant="bench", sample=sample)
+        sizes.append(len(events.dumps(ev)))
+        record.add(ev)
+    try:
+        time.sleep(0.3)   # let it start
+        thread = SamplerThread(TreeSampler(busy.pid, gpu), hz, deliver)
+        start = time.monotonic()
+        thread.start()
+        time.sleep(seconds)
+        thread.stop()
+        wall = time.monotonic() - start
+    finally:
+        busy.kill()
+        busy.wait()
+    return {"hz": hz, "wall": wall, "samples": thread.samples, "cpu": thread.cpu_seconds,
+            "percent_of_core": 100.0 * thread.cpu_seconds / wall,
+            "per_sample_ms": 1000.0 * thread.cpu_seconds / max(1, thread.samples),
+            "bytes_per_event": statistics.mean(sizes) if sizes else 0}
+
+
+def run_median(spec: RunSpec, hz: float) -> float:
+    listeners = [TelemetryListener(hz)] if hz > 0 else []
+    builder = Session([spec], listeners).run()
+    v = builder.variants[spec.label]
+    if v.status != "finished":
+        raise SystemExit(f"benchmark run failed: {v.error}")
+    return v.stats()["median"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="sampling period per rate (default 10)")
+    ap.add_argument("--pairs", type=int, default=3, help="interleaved off/10 Hz/50 Hz rounds (default 3)")
+    ap.add_argument("--iterations", type=int, default=300, help="timed iterations per run (default 300)")
+    args = ap.parse_args()
+
+    gpu = GpuProbe()
+    print(f"GPU telemetry: {'available' if gpu.available else 'n/a (' + str(gpu.reason) + ')'}")
+    print(f"1) sampler thread CPU while watching a busy process ({args.seconds:.0f} s per rate)")
+    for hz in (10.0, 50.0):
+        r = sampler_cost(hz, args.seconds, gpu)
+        print(f"   {hz:>4.0f} Hz: {r['percent_of_core']:.3f}% of one core "
+              f"({r['cpu'] * 1000:.1f} ms CPU over {r['wall']:.1f} s, {r['samples']} samples, "
+              f"{r['per_sample_ms']:.2f} ms CPU per sample, ~{r['bytes_per_event']:.0f} bytes per event)")
+    gpu.close()
+
+    spec = RunSpec(model="stride", size=32, warmup=1, iterations=args.iterations, profile_iterations=0)
+    print(f"2) median time per iteration, {spec.label}, {args.iterations} timed iterations, "
+          f"{args.pairs} interleaved rounds")
+    medians: dict[float, list[float]] = {0.0: [], 10.0: [], 50.0: []}
+    for _ in range(args.pairs):
+        for hz in medians:
+            medians[hz].append(run_median(spec, hz))
+    off = statistics.median(medians[0.0])
+    for hz, values in medians.items():
+        m = statistics.median(values)
+        label = "off" if hz == 0 else f"{hz:.0f} Hz"
+        runs = ", ".join(f"{v * 1000:.3f}" for v in values)
+        print(f"   telemetry {label:>6}: median {m * 1000:.3f} ms (runs: {runs} ms), ratio to off {m / off:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
