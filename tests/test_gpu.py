@@ -87,6 +87,15 @@ def test_worker_refuses_too_when_validation_was_skipped():
     assert builder.exit_code() == 2
 
 
+def test_pinned_on_the_cpu_changes_nothing(cli):
+    """--pinned only concerns device copies: on the CPU the run is the ordinary one."""
+    r = cli("--model", "simplenet", "--pinned", "--json", *FAST)
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)["variants"][0]
+    assert v["spec"]["pinned"] is True and v["checks_passed"]
+    assert all(set(it["phases"]) == {"marshal_in", "forward", "marshal_out"} for it in v["iterations"])
+
+
 def test_importing_engine_and_gpu_modules_touches_no_cuda():
     """The engine, the backends and the GPU helpers import without torch; with torch
     imported and the backend asked whether it can run, CUDA is still not initialised
