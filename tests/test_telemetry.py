@@ -180,7 +180,7 @@ def test_iteration_tracker_names_the_running_iteration():
 
 def test_tree_sampler_survives_children_that_come_and_go():
     """A real process tree whose children end between samples: no exception, never a stale pid."""
-    script = "for i in 1 2 3 4 5 6 7 8; do sleep 0.03 & sleep 0.02 & wait; done"
+    script = "for i in $(seq 20); do sleep 0.05 & sleep 0.03 & wait; done"   # ~1 s of churn
     root = subprocess.Popen(["sh", "-c", script])
     sampler = TreeSampler(root.pid)
     seen_children, samples = set(), []
