@@ -133,6 +133,18 @@ def test_results_json_holds_timeline_and_summary_and_headless_prints_a_line(cli,
     with open(glob.glob(str(tmp_path / "runs" / "*" / "events.jsonl"))[0]) as f:
         kinds = [json.loads(x)["event"] for x in f]
     assert kinds.count("telemetry") == summary["samples"]
+    # the same series as TensorBoard scalars, read back with TensorBoard's own reader
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logdir = glob.glob(str(tmp_path / "runs" / "*" / "traces" / "*"))[0]
+    acc = EventAccumulator(logdir)
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert {"telemetry/rss_mib", "telemetry/cpu_percent", "telemetry/threads"} <= set(tags), tags
+    rss = acc.Scalars("telemetry/rss_mib")
+    # samples taken before the run directory existed (model loading) are not in it
+    assert 5 <= len(rss) <= summary["samples"] and all(e.value > 10 for e in rss)
+    assert [e.step for e in rss] == sorted(e.step for e in rss)
 
 
 def test_timeline_is_bounded_and_the_summary_uses_every_sample():

@@ -48,6 +48,7 @@ class ScalarWriter:
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
         self._writer = EventFileWriter(logdir, flush_secs=5)
         self.step = 0
+        self.samples = 0   # telemetry samples have their own step axis
 
     def iteration(self, ev: dict) -> None:
         """One iteration event: steps count every iteration of the variant, in order."""
@@ -60,6 +61,16 @@ class ScalarWriter:
         summary = self._summary(value=[self._summary.Value(tag=tag, simple_value=float(v))
                                        for tag, v in values if isinstance(v, (int, float))])
         self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.step, summary=summary))
+
+    def telemetry(self, ev: dict) -> None:
+        """A telemetry sample: the series of results.json's timeline, under telemetry/."""
+        from couplescope.telemetry_record import scalar_series
+
+        self.samples += 1
+        values = scalar_series(ev.get("sample") or {})
+        summary = self._summary(value=[self._summary.Value(tag=f"telemetry/{k}", simple_value=float(v))
+                                       for k, v in values.items()])
+        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
 
     def close(self) -> None:
         self._writer.close()
@@ -95,7 +106,7 @@ class TraceListener(Listener):
         return {TRACE_DIR_ENV: os.path.join(self.staging, run_name(spec.label))}
 
     def on_event(self, ev: dict) -> None:
-        if ev["event"] != "iteration" or self._scalars_failed:
+        if ev["event"] not in ("iteration", "telemetry") or self._scalars_failed:
             return
         label = ev.get("variant", "")
         writer = self._writers.get(label)
@@ -112,7 +123,10 @@ class TraceListener(Listener):
                            message=f"TensorBoard scalars not written: {type(exc).__name__}: {exc} "
                                    "(pip install tensorboard torch-tb-profiler)")
                 return
-        writer.iteration(ev)
+        if ev["event"] == "telemetry":
+            writer.telemetry(ev)
+        else:
+            writer.iteration(ev)
 
     def worker_ended(self, spec, proc) -> None:
         label = spec.label
