@@ -14,10 +14,10 @@ def optional_listeners(options, exporter=None) -> list:
     """
     listeners = []
     hz = getattr(options, "telemetry_hz", 0) or 0
-    if hz > 0:
-        from couplescope.telemetry import TelemetryListener
+    if hz:
+        from couplescope.telemetry import TelemetryListener, check_rate
 
-        listeners.append(TelemetryListener(hz))
+        listeners.append(TelemetryListener(check_rate(hz)))
     if exporter is not None:
         from couplescope.export.traces import TraceListener
 

@@ -28,6 +28,7 @@ import threading
 import time
 
 from couplescope import diagnostics, events
+from couplescope.errors import UsageError
 from couplescope.gpu_telemetry import NA, GpuProbe
 from couplescope.session import Listener
 from couplescope.telemetry_record import (TelemetryRecord, is_number, record_sample,  # noqa: F401
@@ -36,6 +37,20 @@ from couplescope.telemetry_record import (TelemetryRecord, is_number, record_sam
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 #: seconds between looks for new processes in the tree (and reads of system memory)
 SLOW_PERIOD = 0.5
+#: above this a sample costs more than it tells: psutil's CPU percent over <10 ms is noise
+MAX_HZ = 100.0
+
+
+def check_rate(hz) -> float:
+    """--telemetry-hz as a number of samples per second; UsageError outside 0..MAX_HZ."""
+    try:
+        rate = float(hz)
+    except (TypeError, ValueError):
+        rate = float("nan")
+    if not 0 <= rate <= MAX_HZ:   # also rejects nan
+        raise UsageError(f"--telemetry-hz must be between 0 (off) and {MAX_HZ:g} samples per second "
+                         f"(got {hz}); the default is 10")
+    return rate
 
 
 def cores_available() -> int:

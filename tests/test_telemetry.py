@@ -288,3 +288,11 @@ def test_telemetry_covers_both_mpi_ranks(monkeypatch):
     assert {0, 1} <= ranks_seen
     timeline = builder.variants[spec.label].telemetry.to_dict()["timeline"]
     assert any("rank0/rss_mib" in e and "rank1/rss_mib" in e for e in timeline)
+
+
+@pytest.mark.parametrize("rate", ["-1", "nan", "inf", "500"])
+def test_a_bad_rate_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, rate):
+    r = cli("--model", "simplenet", f"--telemetry-hz={rate}", "--export", "runs")
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--telemetry-hz must be between 0 (off) and 100" in r.stderr
+    assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
