@@ -9,13 +9,15 @@ TensorBoard plugin reads, with the spec and `distributedInfo` in its metadata fo
 HolisticTraceAnalysis and Perfetto.
 
 Why an operator budget: the profiler's cost is not in the profiled iteration itself
-but in turning its events into a trace afterwards, roughly 100 us per operator with
-shapes and memory (measured here: StrideNet at N = 128, about 84 000 operators per
-iteration, took 14 s and 1.4 GB to write one iteration's trace; at N = 512 it would be
-minutes and many GB). So before the window, one unrecorded probe iteration counts the
-operators an iteration dispatches (a TorchDispatchMode that stops at the budget, so the
-probe itself stays short); the window is shortened to fit the budget, or skipped with
-a diagnostic when a single iteration exceeds it. The budget is COUPLESCOPE_PROFILE_MAX_OPS.
+but in turning its events into a trace and summarizing it afterwards, a few hundred
+microseconds per operator with shapes and memory on the build machines (StrideNet at
+N = 128, about 84 000 operators per iteration, took 14 s and 1.4 GB to write one
+iteration's trace; at N = 512, 1.3 million operators, it would be minutes and many GB).
+So before the window, one unrecorded probe iteration counts the operators an iteration
+dispatches (a TorchDispatchMode that stops at the budget, so the probe stays short);
+the window is shortened to fit the budget, or skipped with a diagnostic when a single
+iteration exceeds it. The budget (COUPLESCOPE_PROFILE_MAX_OPS, default 10 000 operators
+over the recorded iterations) keeps a trace to a few seconds.
 
 A profiler failure never loses the timings: it is caught, reported in the summary
 and as a diagnostic, and the variant still finishes.
@@ -34,7 +36,7 @@ from time import perf_counter
 TRACE_DIR_ENV = "COUPLESCOPE_TRACE_DIR"
 #: operators (as dispatched, summed over the recorded iterations) a trace may hold
 MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
-DEFAULT_MAX_OPS = 20_000
+DEFAULT_MAX_OPS = 10_000
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
 
@@ -187,7 +189,9 @@ def _profile_window(prepared, emit, spec) -> dict:
         profile["trace_files"] = [os.path.basename(f) for f in files] if staging else []
         if files and profile["status"] == "ok":
             try:
+                t0 = perf_counter()
                 result["trace_summary"] = summarize_files(files)
+                profile["summary_seconds"] = perf_counter() - t0
             except Exception as exc:  # a summary we cannot compute must not cost the run
                 profile["summary_error"] = f"{type(exc).__name__}: {exc}"
     finally:
@@ -204,12 +208,14 @@ def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info) 
 
     clock = prepared.clock
     limit = profile["max_ops"]
+    t0 = perf_counter()
     try:
         ops = count_operators(prepared, limit)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception:
         ops = None
+    profile["probe_seconds"] = perf_counter() - t0
     profile["operators_per_iteration"] = ops if ops is None or ops <= limit else f">{limit}"
     if ops is not None and ops > limit:
         profile.update(status="skipped", warmup_iterations=0, recorded_iterations=0,
@@ -259,6 +265,7 @@ def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info) 
 
     clock.profiling = prof is not None
     prepared.after_iteration = step
+    t0 = perf_counter()
     try:
         measure(prepared, emit, "profiled", warmup + active)
     finally:
@@ -271,6 +278,7 @@ def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info) 
                 raise
             except Exception as exc:
                 errors.append(f"the profiler could not stop: {type(exc).__name__}: {exc}")
+        profile["window_seconds"] = perf_counter() - t0   # the iterations and writing the trace
     if errors:
         _failed(emit, profile, "; ".join(errors))
     elif not trace_files(trace_dir):

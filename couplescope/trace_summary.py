@@ -92,9 +92,10 @@ def _is_graph_replay(ev: dict) -> bool:
 def summarize_events(events: list, top: int = TOP_OPERATORS) -> dict:
     """The summary of one trace's (or several traces') events; see the module docstring."""
     events = list(events)
-    steps = [ev for ev in _complete(events) if str(ev.get("name", "")).startswith(STEP_PREFIX)
-             and ev.get("cat") in ("user_annotation", "cpu_op")]
-    cpu = [ev for ev in _complete(events) if ev.get("cat") in NESTING]
+    complete = list(_complete(events))
+    steps = [ev for ev in complete if ev.get("cat") in ("user_annotation", "cpu_op")
+             and str(ev.get("name", "")).startswith(STEP_PREFIX)]
+    cpu = [ev for ev in complete if ev.get("cat") in NESTING]
     if steps:
         window = sum(float(s["dur"]) for s in steps)
     elif cpu:
@@ -102,7 +103,7 @@ def summarize_events(events: list, top: int = TOP_OPERATORS) -> dict:
     else:
         window = 0.0
     ops = defaultdict(lambda: [0, 0.0, 0.0])   # name -> count, self, total
-    for ev, own in self_times(events):
+    for ev, own in self_times(cpu):
         if ev.get("cat") == "cpu_op":
             agg = ops[ev["name"]]
             agg[0] += 1
@@ -114,7 +115,7 @@ def summarize_events(events: list, top: int = TOP_OPERATORS) -> dict:
     top_ops = [{"name": name, "count": c, "self_seconds": s / 1e6, "total_seconds": t / 1e6,
                 "self_share": (s / all_self) if all_self else None} for name, (c, s, t) in ranked[:top]]
     phases = defaultdict(lambda: [0, 0.0])
-    for ev in _complete(events):
+    for ev in cpu:
         name = str(ev.get("name", ""))
         if name.startswith(PHASE_PREFIX) and ev.get("cat") in ("user_annotation", "cpu_op"):
             phases[name[len(PHASE_PREFIX):]][0] += 1
@@ -126,12 +127,12 @@ def summarize_events(events: list, top: int = TOP_OPERATORS) -> dict:
     return {"iterations": iterations, "window_seconds": window / 1e6, "operators": len(ops),
             "operator_calls": sum(v[0] for v in ops.values()), "operator_self_seconds": all_self / 1e6,
             "top_operators": top_ops,
-            "phases": phase_out, "gpu": gpu_summary(events, steps, window)}
+            "phases": phase_out, "gpu": gpu_summary(complete, steps, window)}
 
 
 def gpu_summary(events: list, steps: list, window: float) -> dict | None:
     """Busy/idle share and launch gaps on the device; None when the trace has no GPU activity."""
-    device = [ev for ev in _complete(events) if ev.get("cat") in DEVICE_ACTIVITY]
+    device = [ev for ev in events if ev.get("cat") in DEVICE_ACTIVITY and ev.get("ph") == "X"]
     if not device:
         return None
     if steps:
