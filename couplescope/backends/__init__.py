@@ -56,8 +56,9 @@ def check_available(spec) -> None:
     if reason:
         raise UsageError(f"backend '{spec.backend}' is unavailable: {reason}")
     if spec.backend != "mpi" and spec.device != "cpu":
-        from couplescope.devices import cuda_unavailable_reason
+        from couplescope.devices import available, cuda_unavailable_reason
 
         reason = cuda_unavailable_reason(spec.device)
         if reason:
-            raise UsageError(f"device '{spec.device}' is unavailable: {reason}; choose: cpu")
+            raise UsageError(f"device '{spec.device}' is unavailable: {reason}; "
+                             f"devices here: {', '.join(available())}")
