@@ -235,6 +235,8 @@ def run_headless(args, title: str, specs) -> int:
         printer.close()
     if exporter is not None and exporter.path:
         printer.print(f"results: {os.path.join(exporter.path, 'results.json')}")
+        if os.path.isdir(os.path.join(exporter.path, "traces")):
+            printer.print(f"traces: couplescope --tensorboard {exporter.path}")
     if args.json:
         sys.stdout.write(json.dumps(builder.document(), indent=1, default=str) + "\n")
     code = 130 if session.interrupted else builder.exit_code()

@@ -174,11 +174,11 @@ class HeadlessPrinter(Listener):
         warm = self._warm.get(name, [])
         if warm:
             ok = all(w["passed"] for w in warm)
-            self.print(f"warm-up: {len(warm)} iteration(s), first {fmt.seconds(warm[0]['seconds'])}, "
+            self.print(f"warm-up: {len({w['index'] for w in warm})} iteration(s), first {fmt.seconds(warm[0]['seconds'])}, "
                        f"checks {'passed' if ok else 'FAILED'} (not in the statistics)")
         prof = self._profiled.get(name, [])
         if prof:
-            self.print(f"profiled: {len(prof)} iteration(s), median "
+            self.print(f"profiled: {len({p['index'] for p in prof})} iteration(s), median "
                        f"{fmt.seconds(stats.summarize([p['seconds'] for p in prof])['median'])} "
                        "(not in the statistics)")
         from couplescope.trace_summary import format_lines

@@ -370,3 +370,43 @@ def test_statistics_across_ranks():
     lines = mpi_stats.report_lines(its, [{"rank": 0, "host": "h", "cores_text": "0", "threads": 1,
                                           "device": "cpu"}])
     assert lines[0] == "per rank (timed iterations):" and "FAILED 1" in lines[1]
+
+
+def test_rank_device_mapping():
+    from couplescope.errors import UsageError
+    from couplescope.mpi_worker import rank_device
+
+    assert [rank_device("cuda", r, 2) for r in range(4)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    assert rank_device("cuda:1", 0, 2) == "cuda:1" and rank_device("cpu", 3, 0) == "cpu"
+    with pytest.raises(UsageError, match="there are 2 CUDA devices"):
+        rank_device("cuda:2", 0, 2)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_cuda_on_the_ranks_without_a_gpu_is_bad_input(cli):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--device", "cuda", "--iterations", 1,
+               "--profile-iterations", 0, "--telemetry-hz", 0)
+    assert proc.returncode == 2
+    assert "device 'cuda' is unavailable on the ranks" in proc.stderr
+    assert "rank 0" not in proc.stderr  # every rank said the same: one message, no rank list
+
+
+@pytest.mark.cuda
+@pytest.mark.mpi
+@needs_mpi
+def test_ranks_spread_over_the_gpus(tmp_path, cli):
+    import torch
+
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--device", "cuda", "--iterations", 2,
+               "--profile-iterations", 0, "--telemetry-hz", 0, "--export", tmp_path / "runs")
+    assert proc.returncode == 0, proc.stderr
+    run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
+    with open(os.path.join(run, "results.json")) as f:
+        ranks = json.load(f)["variants"][0]["ranks"]
+    count = torch.cuda.device_count()
+    assert [r["device"] for r in ranks] == [f"cuda:{r % count}" for r in (0, 1)]
