@@ -184,11 +184,17 @@ def build_specs(args) -> tuple[str, list]:
     return title, specs
 
 
-def validate_all(specs) -> None:
+def validate_all(specs, preset: str | None = None) -> None:
+    """Validate every variant before anything runs; name the preset in the message."""
     from couplescope.spec import validate
 
     for spec in specs:
-        validate(spec)
+        try:
+            validate(spec)
+        except UsageError as exc:
+            if preset:
+                raise UsageError(f"preset {preset}: {exc}") from None
+            raise
 
 
 def print_list(out=sys.stdout) -> None:
@@ -269,7 +275,7 @@ def main(argv=None) -> int:
 
             return launch(args)
         title, specs = build_specs(args)
-        validate_all(specs)
+        validate_all(specs, args.preset)
         return run_headless(args, title, specs)
     except UsageError as exc:
         if args.debug:
