@@ -53,9 +53,9 @@ REFUSALS = [
     (["--model", "simplenet", "--device", "cuda:0", "--backend", "bridge", "--pinned"],
      "couplescope: device 'cuda:0' is unavailable: needs a CUDA device: "),
     (["--preset", "deep-linear-cudagraph"],
-     "couplescope: device 'cuda' is unavailable: needs a CUDA device: "),
+     "couplescope: preset deep-linear-cudagraph: device 'cuda' is unavailable: needs a CUDA device: "),
     (["--preset", "toy-resnet-cudagraph"],
-     "couplescope: device 'cuda' is unavailable: needs a CUDA device: "),
+     "couplescope: preset toy-resnet-cudagraph: device 'cuda' is unavailable: needs a CUDA device: "),
 ]
 
 
