@@ -177,6 +177,10 @@ def _run(spec, channel: RankChannel, MPI) -> int:
                       "mpi4py": mpi4py.__version__, "world_size": world, "launcher": spec.launcher}
         channel.now("run_started", spec=spec.to_dict(), environment=env)
     infos = stage(channel, lambda: _setup(spec, channel, local_rank, local_size), share=True)
+    if rank == 0:
+        for message in oversubscribed_hosts(infos):
+            channel.now("diagnostic", level="warning", check="oversubscribed_ranks", message=message,
+                        setting="--ranks, --oversubscribe")
     info = infos[rank]
     rank_spec = spec.replace(device=info["device"])
     tmpdir = tempfile.mkdtemp(prefix=f"couplescope-rank{rank}-")
@@ -376,3 +380,15 @@ def format_values(values) -> str:
         values = [values]
     simple = all(float(v).is_integer() and abs(v) < 1000 for v in values)
     return "[" + ",".join(f"{v:5.1f}" if simple else f"{v:11.4g}" for v in values) + "]"
+
+
+def oversubscribed_hosts(infos: list[dict]) -> list[str]:
+    """More ranks than cores on a node (only possible with --oversubscribe or a launcher
+    that allows it): said from the ranks' own reports, so it holds with telemetry off."""
+    by_host: dict[str, list[dict]] = {}
+    for i in infos:
+        by_host.setdefault(i["host"], []).append(i)
+    return [f"{len(group)} ranks on the {group[0]['host_cores']} cores of {host}: the ranks time-share "
+            "cores, so step times include waiting for one; use fewer --ranks for step times a "
+            "simulation with a core per rank would see"
+            for host, group in by_host.items() if group[0]["host_cores"] and len(group) > group[0]["host_cores"]]

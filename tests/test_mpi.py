@@ -410,3 +410,11 @@ def test_ranks_spread_over_the_gpus(tmp_path, cli):
         ranks = json.load(f)["variants"][0]["ranks"]
     count = torch.cuda.device_count()
     assert [r["device"] for r in ranks] == [f"cuda:{r % count}" for r in (0, 1)]
+
+
+def test_more_ranks_than_cores_on_a_host_is_a_warning():
+    from couplescope.mpi_worker import oversubscribed_hosts
+
+    infos = [{"host": "a", "host_cores": 2}] * 3 + [{"host": "b", "host_cores": 2}] * 2
+    found = oversubscribed_hosts(infos)
+    assert len(found) == 1 and found[0].startswith("3 ranks on the 2 cores of a")
