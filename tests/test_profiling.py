@@ -111,6 +111,7 @@ def test_trace_summary_is_stored_and_printed(run):
         assert summary["gpu"] is None
     assert stdout.count("trace: top operators by self time: ") == len(VARIANTS)
     assert stdout.count("trace: time per phase (per iteration): ") == len(VARIANTS)
+    assert f"traces: couplescope --tensorboard {run[0]}" in stdout
 
 
 def test_scalars_hold_every_iteration(run):
@@ -248,3 +249,21 @@ def test_unwritable_export_directory_exits_2_and_writes_nothing(cli, tmp_path):
     assert "cannot be written" in proc.stderr or "not a directory" in proc.stderr
     assert proc.stdout == ""
     assert os.listdir(scratch) == []
+
+
+@pytest.mark.mpi
+def test_under_mpi_each_rank_is_a_worker_of_the_variant(tmp_path, monkeypatch):
+    from couplescope.api import run as run_specs
+
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    spec = RunSpec(model="simplenet", backend="mpi", ranks=2, iterations=2, profile_iterations=2)
+    doc = run_specs([spec], export=str(tmp_path), telemetry_hz=0)
+    (v,) = doc["variants"]
+    assert v["status"] == "finished", v["error"]
+    (run_dir,) = glob.glob(str(tmp_path / "*"))
+    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(run_dir, "traces", spec.label, "*.pt.trace.json.gz")))
+    assert [f.split(".")[0] for f in files] == ["rank0", "rank1"]
+    for rank, name in enumerate(files):
+        with gzip.open(os.path.join(run_dir, "traces", spec.label, name), "rt", encoding="utf-8") as f:
+            assert json.load(f)["distributedInfo"] == {"rank": rank, "world_size": 2, "backend": "mpi"}

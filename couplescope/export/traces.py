@@ -47,20 +47,24 @@ class ScalarWriter:
 
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
         self._writer = EventFileWriter(logdir, flush_secs=5)
-        self.step = 0
+        self.steps: dict = {}   # per rank (None outside MPI)
         self.samples = 0   # telemetry samples have their own step axis
 
     def iteration(self, ev: dict) -> None:
-        """One iteration event: steps count every iteration of the variant, in order."""
-        self.step += 1
+        """One iteration event: steps count every iteration of the variant (of a rank), in order.
+
+        Under MPI every rank reports each iteration, so the tags end in /rank<R>."""
+        rank = ev.get("rank")
+        step = self.steps[rank] = self.steps.get(rank, 0) + 1
+        suffix = f"/rank{rank}" if rank is not None else ""
         values = [(f"iteration_seconds/{ev['kind']}", ev["seconds"])]
         values += [(f"phase_seconds/{name}", sec) for name, sec in (ev.get("phases") or {}).items()]
         err = ev.get("max_rel_error")
         if isinstance(err, (int, float)) and err == err and err not in (float("inf"), float("-inf")):
             values.append(("check/max_rel_error", err))
-        summary = self._summary(value=[self._summary.Value(tag=tag, simple_value=float(v))
+        summary = self._summary(value=[self._summary.Value(tag=tag + suffix, simple_value=float(v))
                                        for tag, v in values if isinstance(v, (int, float))])
-        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.step, summary=summary))
+        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
 
     def telemetry(self, ev: dict) -> None:
         """A telemetry sample: the series of results.json's timeline, under telemetry/."""
