@@ -54,7 +54,8 @@ def main(argv=None) -> int:
             row["window"].append(profile.get("seconds"))
             row["ops"] = profile.get("operators_per_iteration")
             if profile.get("status") != "ok":
-                print(f"{v['name']}: profiling {profile.get('status')}: {profile.get('error') or profile.get('reason')}")
+                why = profile.get("error") or profile.get("reason")
+                print(f"{v['name']}: profiling {profile.get('status')}: {why}")
     label = {"simplenet": "simplenet", "stride": f"stride N={args.size}"}
     print(f"profiler overhead: {args.iterations} timed iterations per variant, profile window "
           f"{args.profile_iterations}, {args.repeats} interleaved repeats, 1 thread")

@@ -262,7 +262,8 @@ def test_under_mpi_each_rank_is_a_worker_of_the_variant(tmp_path, monkeypatch):
     (v,) = doc["variants"]
     assert v["status"] == "finished", v["error"]
     (run_dir,) = glob.glob(str(tmp_path / "*"))
-    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(run_dir, "traces", spec.label, "*.pt.trace.json.gz")))
+    pattern = os.path.join(run_dir, "traces", spec.label, "*.pt.trace.json.gz")
+    files = sorted(os.path.basename(p) for p in glob.glob(pattern))
     assert [f.split(".")[0] for f in files] == ["rank0", "rank1"]
     for rank, name in enumerate(files):
         with gzip.open(os.path.join(run_dir, "traces", spec.label, name), "rt", encoding="utf-8") as f:
