@@ -67,10 +67,19 @@ class Diagnostician:
     def before_run(self) -> list[dict]:
         return self._oversubscribed()
 
+    def _placement_unknown(self) -> bool:
+        """Ranks may run on other nodes (srun, a host list): the parent's cores say nothing."""
+        args = f" {self.spec.launcher_args} "
+        return self.mpi and (self.spec.launcher == "srun" or any(
+            flag in args for flag in (" --host", " -H ", " --hostfile", " -hostfile", " --machinefile",
+                                      " -machinefile", " -f ")))
+
     def _oversubscribed(self) -> list[dict]:
         threads = self.threads
-        if not threads or self.ranks * threads <= self.cores:
+        if not threads or self.ranks * threads <= self.cores or self._placement_unknown():
             return []
+        if self.mpi and threads == 1:
+            return []   # ranks alone exceed the cores: rank 0 reports that per host (mpi_worker)
         fit = max(1, self.cores // self.ranks)
         who = f"{self.ranks} ranks x {threads} torch threads = {self.ranks * threads} threads" if self.mpi \
             else f"{threads} torch threads"
@@ -150,7 +159,8 @@ class Diagnostician:
             return
         if self.mpi:   # ranks each bound to one core while the run's other cores idle
             affinities = [p.get("affinity") for p in workers]
-            if self.ranks >= self.cores or not all(isinstance(a, list) and len(a) == 1 for a in affinities):
+            if (self.ranks >= self.cores or self._placement_unknown()
+                    or not all(isinstance(a, list) and len(a) == 1 for a in affinities)):
                 return
             mine = range(len(cores))
         else:

@@ -208,3 +208,11 @@ def test_a_launch_bound_gpu_run_names_cudagraph():
                        "phases": {"forward": 0.009}})
         busy.on_sample(_sample(index=i, gpu=[{"index": 0, "utilization": 85, "worker_memory": MIB}]))
     assert busy.finish() == []
+
+
+def test_oversubscription_is_left_to_rank_0_or_unjudged_when_the_parent_cannot_know():
+    one_thread = Diagnostician(RunSpec(model="stride", backend="mpi", ranks=4, oversubscribe=True), cores=2)
+    assert one_thread.on_event(_run_started(1)) == []   # mpi_worker's per-host check says it
+    for launcher, args in (("srun", ""), ("mpiexec", "--hostfile nodes.txt"), ("mpiexec", "-H a:2,b:2")):
+        spec = RunSpec(model="stride", backend="mpi", ranks=4, threads=8, launcher=launcher, launcher_args=args)
+        assert Diagnostician(spec, cores=2).before_run() == []   # ranks may sit on other nodes
