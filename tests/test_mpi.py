@@ -418,3 +418,13 @@ def test_more_ranks_than_cores_on_a_host_is_a_warning():
     infos = [{"host": "a", "host_cores": 2}] * 3 + [{"host": "b", "host_cores": 2}] * 2
     found = oversubscribed_hosts(infos)
     assert len(found) == 1 and found[0].startswith("3 ranks on the 2 cores of a")
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_a_launcher_option_mpiexec_rejects_is_reported_in_one_line(cli):
+    # one option without a space must be attached with '=' (argparse reads "--x" as an option)
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--launcher-args=--no-such-option",
+               "--iterations", 1, "--profile-iterations", 0, "--telemetry-hz", 0)
+    assert proc.returncode == 1
+    assert "mpiexec failed: An unrecognized option" in proc.stderr and "--no-such-option" in proc.stderr

@@ -151,7 +151,20 @@ def explain_launcher_output(spec, text: str, returncode) -> str | None:
         return f"rank {m.group(1)}: {m.group(2).strip()}{detail}"
     if ours:
         return f"rank {ours[-1][0]}: {ours[-1][1].strip()}"
+    block = _last_boxed_message(text)
+    if block:  # Open MPI boxes its own errors (a bad --launcher-args option, ...)
+        return f"{spec.launcher} failed: {block}"
     return None
+
+
+def _last_boxed_message(text: str) -> str | None:
+    """The first two lines of the last message Open MPI drew between lines of dashes."""
+    lines = text.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.strip() and set(line.strip()) == {"-"}]
+    if len(rules) < 2:
+        return None
+    inside = [line.strip() for line in lines[rules[-2] + 1:rules[-1]] if line.strip()]
+    return " ".join(inside[:2]) or None
 
 
 def _first(pattern, text: str) -> str | None:
