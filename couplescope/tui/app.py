@@ -8,7 +8,7 @@ the run's ResultsBuilder and the widgets. Widgets redraw on a 4 Hz tick, not per
 
 from __future__ import annotations
 
-import os
+import functools
 import shutil
 import tempfile
 import threading
@@ -31,7 +31,18 @@ from couplescope.tui.listener import AppListener
 from couplescope.tui.numbers import Numbers
 from couplescope.tui.runs import RunRecord, export_run
 from couplescope.tui.telemetry_panel import DiagnosticsLog, TelemetryPanel
-from couplescope.tui.watch import IterationsTable, StatsPanel, TimePlot
+from couplescope.tui.watch import IterationsTable, PlotLegend, StatsPanel, TimePlot
+
+
+def _while_shown(handler):
+    """Skip a message that arrives after the app has taken its screens down (quitting)."""
+
+    @functools.wraps(handler)
+    def wrapper(self, *args):
+        if not self.screen_stack:
+            return None
+        return handler(self, *args)
+    return wrapper
 
 
 class RunsTable(DataTable):
@@ -70,6 +81,7 @@ class CoupleScopeApp(App):
         self._staging_root = tempfile.mkdtemp(prefix="couplescope-tui-")
         self._load_catalogue = load_catalogue
         self._stats_dirty = False
+        self._sample: dict | None = None
         self.catalogue_ready = False
         self.notes: list[str] = []                # what the log panel shows, as plain text
 
@@ -81,9 +93,11 @@ class CoupleScopeApp(App):
                 yield PickForm(self.args, id="form")
             with TabPane("Watch", id="watch"):
                 yield StatsPanel(id="stats")
-                yield ProgressBar(id="progress", show_eta=False)
+                yield ProgressBar(id="progress", show_eta=False, total=1)
                 with Horizontal(id="watch-body"):
-                    yield TimePlot(id="plot")
+                    with Vertical(id="plot-box"):
+                        yield TimePlot(id="plot")
+                        yield PlotLegend(id="plot-legend")
                     yield IterationsTable(id="iteration-table", cell_padding=1)
                     yield TelemetryPanel(id="watch-telemetry", classes="telemetry")
             with TabPane("Telemetry", id="telemetry"):
@@ -133,10 +147,20 @@ class CoupleScopeApp(App):
                     error = f"model {name}: {exc}"
             backend_status = {name: backends.unavailable(name) for name in backends.names()}
             devs = devices.available()
+            # what the first run would otherwise import while its worker is being measured
+            import couplescope.pipeline  # noqa: F401
+            import couplescope.session  # noqa: F401
+            import couplescope.telemetry  # noqa: F401
+            from couplescope.export import traces  # noqa: F401
+            try:
+                import tensorboard.summary.writer.event_file_writer  # noqa: F401  (trace scalars)
+            except ImportError:
+                pass
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         self.post_message(m.CatalogueLoaded(models, backend_status, devs, error))
 
+    @_while_shown
     def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:
         self.main.query_one(PickForm).set_catalogue(msg.models, msg.backends, msg.devices)
         self.catalogue_ready = True
@@ -189,7 +213,8 @@ class CoupleScopeApp(App):
         self.active = self.shown = record
         self.main.query_one(TimePlot).reset("")
         self.main.query_one(IterationsTable).clear_rows()
-        self.main.query_one(ProgressBar).update(total=None, progress=0)
+        # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
+        self.main.query_one(ProgressBar).update(total=1, progress=0)
         self.main.query_one(StatsPanel).show(None, None)
         self.add_history_row(record)
         self.note(f"run {record.name}: " + ", ".join(s.label for s in specs))
@@ -284,6 +309,7 @@ class CoupleScopeApp(App):
             record.builder.on_event(msg.event)
         return record
 
+    @_while_shown
     def on_variant_started(self, msg: m.VariantStarted) -> None:
         record = self._record(msg)
         name = msg.event["variant"]
@@ -295,6 +321,7 @@ class CoupleScopeApp(App):
             self._stats_dirty = True
         self.set_status(f"{record.name}: {name}: building and loading the model")
 
+    @_while_shown
     def on_model_loaded(self, msg: m.ModelLoaded) -> None:
         record = self._record(msg)
         ev = msg.event
@@ -302,6 +329,7 @@ class CoupleScopeApp(App):
                   f"(size {ev.get('size')}, {ev.get('dtype')})")
         self.set_status(f"{record.name}: {ev['variant']}: measuring")
 
+    @_while_shown
     def on_iterations_measured(self, msg: m.IterationsMeasured) -> None:
         record = self.runs.get(msg.run_id)
         if record is None:
@@ -314,10 +342,12 @@ class CoupleScopeApp(App):
             self.main.query_one(ProgressBar).advance(len(msg.events))
             self._stats_dirty = True
 
+    @_while_shown
     def on_variant_finished(self, msg: m.VariantFinished) -> None:
         self._record(msg)
         self._variant_ended(msg)
 
+    @_while_shown
     def on_variant_failed(self, msg: m.VariantFailed) -> None:
         self._record(msg)
         ev = msg.event
@@ -333,15 +363,21 @@ class CoupleScopeApp(App):
         self._stats_dirty = True
         self._tick(force=True)
 
+    @_while_shown
+    def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
+        self.main.query_one(PlotLegend).show(msg.items)
+
+    @_while_shown
     def on_diagnostic_raised(self, msg: m.DiagnosticRaised) -> None:
         self._record(msg)
         self.note(f"warning: {msg.event.get('message')}", "warning")
 
+    @_while_shown
     def on_telemetry_sampled(self, msg: m.TelemetrySampled) -> None:
         if self.runs.get(msg.run_id) is self.shown:
-            for panel in self.main.query(TelemetryPanel):
-                panel.show(msg.event.get("sample") or {})
+            self._sample = msg.event.get("sample") or {}   # drawn by the tick, not per sample
 
+    @_while_shown
     def on_other_event_received(self, msg: m.OtherEventReceived) -> None:
         self._record(msg)
         ev = msg.event
@@ -350,6 +386,7 @@ class CoupleScopeApp(App):
         elif ev["event"] == "trace_written":
             self.note(f"{ev.get('variant')}: trace written")
 
+    @_while_shown
     def on_run_ended(self, msg: m.RunEnded) -> None:
         record = self.runs.get(msg.run_id)
         if record is None:
@@ -365,6 +402,7 @@ class CoupleScopeApp(App):
         self.update_history_row(record)
         self.set_status(f"{record.name} {record.status}: e exports, c compares, r runs again, ? help")
 
+    @_while_shown
     def on_worker_state_changed(self, event) -> None:
         worker = event.worker
         if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
@@ -372,9 +410,14 @@ class CoupleScopeApp(App):
 
     # -- drawing ----------------------------------------------------------------------
     def _tick(self, force: bool = False) -> None:
-        if not self.is_running or not self.main.query(TimePlot):
+        if not self.screen_stack or not self.main.query(TimePlot):
             return   # shutting down
         self.main.query_one(TimePlot).draw(force=force)
+        self.main.query_one(IterationsTable).flush()
+        if self._sample is not None:
+            sample, self._sample = self._sample, None
+            for panel in self.main.query(TelemetryPanel):
+                panel.show(sample)
         record = self.shown
         if self._stats_dirty and record is not None and record.current:
             self._stats_dirty = False

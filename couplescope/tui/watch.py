@@ -11,11 +11,13 @@ import collections
 import time
 
 from rich.text import Text
+from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from couplescope import stats
 
+KIND_LABEL = {"warmup": "warm-up call", "timed": "timed call", "profiled": "profiled call"}
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
 PHASE_COLORS = {"marshal_in": "cyan", "h2d": "magenta", "forward": "green", "d2h": "yellow",
                 "marshal_out": "blue", "load": "red"}
@@ -58,47 +60,78 @@ class TimePlot(PlotextPlot):
         self._dirty = True
 
     def draw(self, force: bool = False) -> None:
-        """Rebuild the plot if there is new data, at most 4 times a second unless forced."""
+        """Rebuild the plot if there is new data, at most twice a second unless forced.
+
+        plotext is pure Python and costs tens of milliseconds per build on a busy node, CPU
+        the measured worker may need: so few builds, and at most two points per column.
+        """
         now = time.monotonic()
-        if not self._dirty or (not force and now - self._last_draw < 0.25):
+        if not self._dirty or (not force and now - self._last_draw < 0.5):
             return
         self._dirty, self._last_draw = False, now
         redact = self.app.numbers.redact
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        pts = [self.points[i] for i in _thin(len(self.points), MAX_PLOT_POINTS)]
+        limit = max(60, min(MAX_PLOT_POINTS, 2 * self.size.width))
+        pts = [self.points[i] for i in _thin(len(self.points), limit)]
         timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
         if not pts:
             plt.title(f"per-iteration time: waiting for {self.variant or 'a run'}")
             self.refresh()
             return
         unit, scale = _unit(stats.percentile(timed, 50))
-        # a slow first (warm-up) call would flatten everything else: clip at 1.3x the 99th
-        # percentile of the timed iterations (clipped points sit on the top edge)
-        top = stats.percentile(timed, 99) * scale * 1.3
+        # a slow first (warm-up) call or a few spikes would flatten everything else: clip at
+        # 1.5x the 95th percentile of the timed iterations (clipped points sit on the top edge)
+        top = stats.percentile(timed, 95) * scale * 1.5
 
-        def y(values):
-            return [1.0] * len(values) if redact else [min(v * scale, top) for v in values]
+        def y(values, level):
+            # redacted: each series on its own flat line, so the legend and layout still show
+            return [float(level)] * len(values) if redact else [min(v * scale, top) for v in values]
 
+        legend: list[tuple[str, str]] = []
+        names = []
+        for p in pts:
+            names += [k for k in p[3] if k not in names]
         for kind, marker, color in (("warmup", "x", "orange"), ("timed", "braille", "white"),
                                     ("profiled", "x", "red")):
             sel = [p for p in pts if p[1] == kind]
             if sel:
-                plt.plot([p[0] for p in sel], y([p[2] for p in sel]), marker=marker, color=color,
-                         label=f"call ({kind})")
-        names = []
-        for p in pts:
-            names += [k for k in p[3] if k not in names]
-        for name in names:
+                plt.plot([p[0] for p in sel], y([p[2] for p in sel], len(names) + 1), marker=marker,
+                         color=color)
+                legend.append((f"{marker if marker == 'x' else '━'} {KIND_LABEL[kind]}", color))
+        for level, name in enumerate(names, 1):
             sel = [p for p in pts if name in p[3]]
-            plt.plot([p[0] for p in sel], y([p[3][name] for p in sel]), marker="braille",
-                     color=PHASE_COLORS.get(name, "gray"), label=name)
+            color = PHASE_COLORS.get(name, "gray")
+            plt.plot([p[0] for p in sel], y([p[3][name] for p in sel], level), marker="braille", color=color)
+            legend.append((f"━ {name}", color))
         if redact:
             plt.yticks([])
-        plt.title(f"{self.variant}: time per iteration ({'redacted' if redact else unit})")
+            plt.ylim(0, len(names) + 2)
+        plt.title(f"time per iteration ({'redacted' if redact else unit})")
         plt.xlabel("iteration")
         self.refresh()
+        self.post_message(self.LegendChanged(legend))
+
+    class LegendChanged(Message):
+        """The series drawn, as (text, plotext colour): shown under the plot, not over it."""
+
+        def __init__(self, items) -> None:
+            super().__init__()
+            self.items = items
+
+
+RICH_COLORS = {"orange": "dark_orange", "gray": "grey50"}
+
+
+class PlotLegend(Static):
+    """The time plot's key, one coloured entry per series, wrapped to the width."""
+
+    def on_mount(self) -> None:
+        self.update("")
+
+    def show(self, items) -> None:
+        self.update("  ".join(f"[{RICH_COLORS.get(c, c)}]{text}[/]" for text, c in items))
 
 
     def render(self):
@@ -109,7 +142,12 @@ class TimePlot(PlotextPlot):
 
 
 class IterationsTable(DataTable):
-    """The last MAX_TABLE_ROWS iterations with PASSED/FAILED and the maximum relative error."""
+    """The latest iterations with PASSED/FAILED and the maximum relative error.
+
+    Rows are added on the app's tick, not per event, and never removed one by one
+    (DataTable.remove_row is linear in the table's size): the table grows to twice
+    MAX_TABLE_ROWS, then is refilled with the latest MAX_TABLE_ROWS in one go.
+    """
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
@@ -118,31 +156,39 @@ class IterationsTable(DataTable):
         self.add_column("time", key="time", width=8)
         self.add_column("max rel err", key="err", width=11)
         self.add_column("check", key="check", width=6)
-        self._keys: collections.deque = collections.deque()
-        self._serial = 0
-
-    def _push(self, cells) -> None:
-        self._serial += 1
-        key = self.add_row(*cells, key=str(self._serial))
-        self._keys.append(key)
-        while len(self._keys) > MAX_TABLE_ROWS:
-            self.remove_row(self._keys.popleft())
+        self._pending: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)
+        self._recent: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)
 
     def add_variant(self, name: str) -> None:
-        self._push([Text("==", style="bold"), Text(name[:32], style="bold"), "", "", ""])
+        """A new variant starts: the table follows it, like the plot and the statistics."""
+        self.clear_rows()
 
     def add_iterations(self, evs: list[dict]) -> None:
+        self._pending.extend(evs[-MAX_TABLE_ROWS:])
+
+    def _row(self, ev: dict) -> list:
         numbers = self.app.numbers
-        for ev in evs[-MAX_TABLE_ROWS:]:
-            check = Text("PASSED", style="bold green") if ev["passed"] else Text("FAILED", style="bold red")
-            self._push([str(ev["index"]), KIND_SHORT.get(ev["kind"], ev["kind"]),
-                        numbers.seconds(ev["seconds"]), numbers.sci(ev["max_rel_error"]), check])
-        if self.row_count:
-            self.move_cursor(row=self.row_count - 1, animate=False)
+        check = Text("PASSED", style="bold green") if ev["passed"] else Text("FAILED", style="bold red")
+        return [str(ev["index"]), KIND_SHORT.get(ev["kind"], ev["kind"]),
+                numbers.seconds(ev["seconds"]), numbers.sci(ev["max_rel_error"]), check]
+
+    def flush(self) -> None:
+        """Draw what arrived since the last tick."""
+        if not self._pending:
+            return
+        new = [self._row(ev) for ev in self._pending]
+        self._pending.clear()
+        self._recent.extend(new)
+        if self.row_count + len(new) > 2 * MAX_TABLE_ROWS:
+            self.clear()
+            new = list(self._recent)
+        self.add_rows(new)
+        self.move_cursor(row=self.row_count - 1, animate=False)
 
     def clear_rows(self) -> None:
         self.clear()
-        self._keys.clear()
+        self._pending.clear()
+        self._recent.clear()
 
 
 class StatsPanel(Static):
