@@ -31,7 +31,8 @@ TIMED, PROFILED = 4, 3
 def run(tmp_path_factory):
     """(run directory, results.json, stdout) of a real exported two-variant run."""
     parent = tmp_path_factory.mktemp("runs")
-    env = dict(os.environ, NO_COLOR="1")
+    scratch = tmp_path_factory.mktemp("tmp")
+    env = dict(os.environ, NO_COLOR="1", TMPDIR=str(scratch))
     proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
                            "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", str(TIMED),
                            "--profile-iterations", str(PROFILED), "--telemetry-hz", "0",
@@ -39,6 +40,7 @@ def run(tmp_path_factory):
                           capture_output=True, text=True, timeout=300, env=env, cwd=parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not glob.glob(str(scratch / "couplescope-*"))   # the trace staging directory is gone
     (run_dir,) = glob.glob(os.path.join(parent, "*", "results.json"))
     with open(run_dir, encoding="utf-8") as f:
         results = json.load(f)

@@ -90,11 +90,17 @@ class TraceListener(Listener):
         self._writers: dict[str, ScalarWriter] = {}
         self._scalars_failed = False
         if exporter is not None:
-            try:
-                self.staging = tempfile.mkdtemp(prefix="couplescope-traces-")
-            except OSError as exc:
-                raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
-                                 f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
+            # Checked now (bad input before anything runs), created when a worker starts:
+            # a listener that never runs leaves nothing behind.
+            os.rmdir(self._make_staging())
+
+    @staticmethod
+    def _make_staging() -> str:
+        try:
+            return tempfile.mkdtemp(prefix="couplescope-traces-")
+        except OSError as exc:
+            raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
+                             f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
 
     def attach(self, session) -> None:
         self.session = session
@@ -105,8 +111,15 @@ class TraceListener(Listener):
         return os.path.join(self.exporter.path, TRACES, run_name(label))
 
     def worker_env(self, spec) -> dict:
-        if self.staging is None or not spec.profile_iterations:
+        if self.exporter is None or not spec.profile_iterations:
             return {}
+        if self.staging is None:
+            try:
+                self.staging = self._make_staging()
+            except UsageError as exc:  # mid-run: the worker summarizes into its own temp dir instead
+                self._emit("diagnostic", spec.label, level="warning", setting="export",
+                           message=f"traces not kept: {exc}")
+                return {}
         return {TRACE_DIR_ENV: os.path.join(self.staging, run_name(spec.label))}
 
     def on_event(self, ev: dict) -> None:
@@ -174,3 +187,4 @@ class TraceListener(Listener):
         self._writers.clear()
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
