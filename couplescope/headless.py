@@ -119,10 +119,23 @@ class HeadlessPrinter(Listener):
             what.append(f"layout {spec['layout']}")
         self.print(f"== {ev['variant']} ({self.count}/{self.total}): {spec['model']}, {', '.join(what)}, "
                    f"{spec['warmup']} warm-up + {spec['iterations']} iterations ==")
-        self._expected[ev["variant"]] = spec["warmup"] + spec["iterations"]
+        self._expected[ev["variant"]] = (spec["warmup"], spec["iterations"])
+
+    def _running_next(self, variant: str, kind: str, index: int) -> None:
+        """Status text for what runs now: the iteration after the one just reported."""
+        warmup, timed = self._expected.get(variant, (0, 0))
+        if kind == "warmup" and index < warmup:
+            self.status(f"{variant}: warm-up {index + 1}/{warmup}")
+        elif kind in ("loaded", "warmup") or (kind == "timed" and index < timed):
+            n = index + 1 if kind == "timed" else 1
+            self.status(f"{variant}: iteration {n}/{timed}")
+        else:
+            self.status(f"{variant}: profiling and finishing")
 
     def _on_model_loaded(self, ev):
         self._print_header(self._started)
+        warmup = self._expected.get(ev["variant"], (0, 0))[0]
+        self._running_next(ev["variant"], "warmup" if warmup else "loaded", 0)
         m = ev
         shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
         self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
@@ -139,15 +152,15 @@ class HeadlessPrinter(Listener):
         if ev["kind"] == "timed":
             if not self.quiet_iterations or not ev["passed"]:
                 self.print(line)
-            self.status(f"{v}: iteration {ev['index']}/{self._expected.get(v, '?')}")
+            self._running_next(v, "timed", ev["index"])
         elif ev["kind"] == "warmup":
             self._warm.setdefault(v, []).append(ev)
             if not ev["passed"]:
                 self.print(f"warm-up {line}")
-            self.status(f"{v}: warm-up {ev['index']}")
+            self._running_next(v, "warmup", ev["index"])
         else:
             self._profiled.setdefault(v, []).append(ev)
-            self.status(f"{v}: profiling iteration {ev['index']}")
+            self.status(f"{v}: profiling, iteration {ev['index'] + 1}")
 
     def _on_variant_failed(self, ev):
         kind = ev.get("kind")
