@@ -32,7 +32,7 @@ docs: docs/ in the source tree (usage, presets, results schema, bridge contract)
 #: command-line option -> RunSpec field, for the options that override a preset
 SPEC_OPTIONS = ("model", "backend", "size", "bridge_model", "device", "dtype", "layout", "warmup",
                 "iterations", "threads", "seed", "reload_every_call", "input_shape",
-                "profile_iterations", "pinned", "ranks", "inner_backend", "launcher",
+                "profile_iterations", "profile_max_ops", "pinned", "ranks", "inner_backend", "launcher",
                 "launcher_args", "oversubscribe")
 
 
@@ -90,6 +90,10 @@ def build_parser() -> Parser:
     prof.add_argument("--profile-iterations", type=_int_at_least(0), metavar="N",
                       help="iterations profiled with torch.profiler after the timed ones, never in the "
                            "statistics; 0 turns profiling off")
+    prof.add_argument("--profile-max-ops", type=_int_at_least(1), metavar="N",
+                      help="profile only when the window records at most N operators (default 10000): "
+                           "a trace of an element-by-element model such as stride at N=512 would take "
+                           "minutes and gigabytes")
     prof.add_argument("--export", nargs="?", const="couplescope-runs", metavar="DIR",
                       help="write results.json, events.jsonl and traces to a new run directory in DIR "
                            "(default ./couplescope-runs)")

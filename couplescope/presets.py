@@ -31,7 +31,7 @@ TOP_KEYS = ("description", "defaults", "variant")
 _TYPES = {"model": str, "backend": str, "size": int, "bridge_model": str, "device": str,
           "dtype": str, "layout": str, "warmup": int, "iterations": int, "threads": int,
           "seed": int, "reload_every_call": bool, "input_shape": (str, list), "name": str,
-          "profile_iterations": int, "pinned": bool, "ranks": int, "inner_backend": str,
+          "profile_iterations": int, "profile_max_ops": int, "pinned": bool, "ranks": int, "inner_backend": str,
           "launcher": str, "launcher_args": str, "oversubscribe": bool, "sizes": list}
 
 

@@ -51,12 +51,14 @@ def window_shape(iterations: int) -> tuple[int, int]:
     return 1, iterations - 1
 
 
-def max_ops() -> int:
+def max_ops(spec=None) -> int:
+    """The operator budget: --profile-max-ops (the spec), unless the environment overrides it."""
+    default = getattr(spec, "profile_max_ops", None) or DEFAULT_MAX_OPS
     text = os.environ.get(MAX_OPS_ENV, "")
     try:
-        return max(1, int(text)) if text.strip() else DEFAULT_MAX_OPS
+        return max(1, int(text)) if text.strip() else default
     except ValueError:
-        return DEFAULT_MAX_OPS
+        return default
 
 
 def rank_info(spec, prepared=None) -> dict:
@@ -178,7 +180,7 @@ def _profile_window(prepared, emit, spec) -> dict:
                "warmup_iterations": warmup, "recorded_iterations": active,
                "record_shapes": True, "profile_memory": True,
                "activities": ["cpu", "cuda"] if spec.device.startswith("cuda") else ["cpu"],
-               "worker": worker_name(spec, info), "distributed_info": info, "max_ops": max_ops()}
+               "worker": worker_name(spec, info), "distributed_info": info, "max_ops": max_ops(spec)}
     result = {"profile": profile}
     staging = os.environ.get(TRACE_DIR_ENV)
     trace_dir = staging or tempfile.mkdtemp(prefix="couplescope-trace-")
@@ -224,7 +226,7 @@ def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info) 
         emit("diagnostic", level="warning", setting="profile_iterations",
              message=f"profiling skipped: one iteration dispatches more than {limit} operators "
                      f"(a trace would take minutes and GBs); profile a smaller --size, or raise "
-                     f"{MAX_OPS_ENV}")
+                     f"--profile-max-ops")
         return
     if ops and ops * active > limit:
         fits = max(1, limit // ops)

@@ -41,6 +41,8 @@ class RunSpec:
     name: str | None = None
     # profiling (torch.profiler window after the timed iterations; 0 = off)
     profile_iterations: int = 3
+    #: skip (or shorten) the profiled window when it would record more operators than this
+    profile_max_ops: int = 10_000
     # GPU
     pinned: bool = False
     # MPI
@@ -126,7 +128,8 @@ def validate(spec: RunSpec) -> RunSpec:
         raise UsageError(f"unknown dtype '{spec.dtype}'; choose one of: {choices_text(DTYPE_CHOICES)}")
     if not DEVICE_PATTERN.match(spec.device):
         raise UsageError(f"unknown device '{spec.device}'; choose one of: cpu, cuda, cuda:N")
-    for key, low in (("iterations", 1), ("warmup", 0), ("profile_iterations", 0), ("seed", 0)):
+    for key, low in (("iterations", 1), ("warmup", 0), ("profile_iterations", 0), ("seed", 0),
+                     ("profile_max_ops", 1)):
         if getattr(spec, key) < low:
             raise UsageError(f"{key.replace('_', '-')} must be at least {low} (got {getattr(spec, key)})")
     if spec.size is not None and spec.size < 1:
