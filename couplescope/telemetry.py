@@ -347,13 +347,18 @@ class TelemetryListener(Listener):
             self._say("diagnostic", **d)
 
     def worker_started(self, spec, proc) -> None:
-        if self.hz <= 0 or self._emit is None:
+        if self._emit is None:
             return
         self._variant, self._started = spec.label, time.time()
+        if self.hz <= 0:
+            # telemetry off: the checks that need only the settings still run
+            self._diagnose(diagnostics.Diagnostician(spec, cores_available()).before_run())
+            return
         if self.gpu is None:
             self.gpu = GpuProbe()
             if not self.gpu.available:  # said once per session, not per variant or sample
-                self._say("log", message=f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
+                self._say("log", verbatim=True,
+                          message=f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
         with self._lock:
             self._tracker = IterationTracker(spec)
             self._diag = diagnostics.Diagnostician(spec, cores_available())
