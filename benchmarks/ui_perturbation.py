@@ -2,8 +2,10 @@
 
 Runs the same variant headless (a Session with the headless CLI's listeners, printing to
 /dev/null) and through the app (CoupleScopeApp under App.run_test's headless driver,
-`r` pressed, the UI drawing every batch), alternating H, A, H, A ... in one process, and
-prints each mode's median of the per-run medians and their ratio (target: within 3%).
+`r` pressed, the UI drawing every batch), in rounds ordered H,A then A,H in one process, and
+prints each mode's median of the per-run medians and their ratio (target: within 3%),
+and the parent process's own CPU time per run (the app's drawing competes with the
+worker for cores; on a 2-core node that is what could perturb the measurement).
 Workloads: cgdrag at 1024 columns (slow calls) and simplenet (tens of thousands of calls
 a second: the flood the app must coalesce).
 
@@ -75,7 +77,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3, help="H,A pairs per workload (default 3)")
     p.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     opts = p.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; {opts.rounds} rounds, order H,A alternating")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}; {opts.rounds} rounds, order H,A / A,H alternating")
     rows = []
     for name, argv in WORKLOADS.items():
         argv = argv + COMMON
@@ -83,8 +86,12 @@ def main() -> int:
             argv = [("5" if a == "15" else "1000" if a == "5000" else a) for a in argv]
         head, app, batches, cpu_h, cpu_a = [], [], [], [], []
         for r in range(opts.rounds):
-            h, n, ch = headless_median(argv)
-            a, n2, b, ca = app_median(argv)
+            if r % 2 == 0:       # H,A then A,H: drift on a shared node cancels out
+                h, n, ch = headless_median(argv)
+                a, n2, b, ca = app_median(argv)
+            else:
+                a, n2, b, ca = app_median(argv)
+                h, n, ch = headless_median(argv)
             head.append(h)
             app.append(a)
             batches.append(b)

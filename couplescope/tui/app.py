@@ -176,7 +176,9 @@ class CoupleScopeApp(App):
         self.main.query_one("#tabs", TabbedContent).active = tab
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
             self.push_screen(HelpScreen())
 
     def action_run(self) -> None:

@@ -21,6 +21,9 @@ from couplescope.results import ResultsBuilder
 from .watch import _unit
 
 
+WHISKERS = (95, 75, 50, 25, 5)   # plotext's quintuple order: top whisker first
+
+
 def combined(records) -> ResultsBuilder:
     builder = ResultsBuilder("compare")
     for record in records:
@@ -50,14 +53,14 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         numbers = self.app.numbers
         table = self.query_one("#compare-table", DataTable)
-        table.add_columns("variant", "median", "IQR", "vs fastest", "overhead", "n", "checks")
+        table.add_columns("variant", "median", "IQR", "vs fastest", "overhead", "n", "checks", "box")
         rows = self.builder.comparison()
-        for r in rows:
+        for i, r in enumerate(rows, 1):
             check = Text("PASSED", style="bold green") if r["passed"] else Text("FAILED", style="bold red")
             table.add_row(r["name"], numbers.seconds(r["median"]), numbers.seconds(r["iqr"]),
-                          numbers.ratio(r["ratio"]), numbers.seconds(r["overhead"]), str(r["n"]), check)
+                          numbers.ratio(r["ratio"]), numbers.seconds(r["overhead"]), str(r["n"]), check, str(i))
         if not rows:
-            table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "")
+            table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "", "")
         self.draw(rows)
 
     def draw(self, rows) -> None:
@@ -71,12 +74,17 @@ class CompareScreen(Screen):
             return
         unit, scale = _unit(min(stats.percentile(sorted(v), 50) for v in series.values()))
         labels = [str(i) for i in range(1, len(series) + 1)]
+        # whiskers at the 5th and 95th percentiles: one 10x outlier would otherwise squash
+        # every box into the bottom row
         if self.app.numbers.redact:
-            data = [[1.0, 2.0, 2.0, 3.0] for _ in series]
+            data = [[3.0, 2.5, 2.0, 1.5, 1.0] for _ in series]
             plt.yticks([])
         else:
-            data = [[v * scale for v in values] for values in series.values()]
-        plt.box(labels, data, width=0.3)
-        key = "  ".join(f"{i}={name}" for i, name in zip(labels, series))
-        plt.title(f"time per timed iteration ({'redacted' if self.app.numbers.redact else unit}): {key}")
+            data = []
+            for values in series.values():
+                ordered = sorted(values)
+                data.append([stats.percentile(ordered, q) * scale for q in WHISKERS])
+        plt.box(labels, data, quintuples=True)
+        unit = "redacted" if self.app.numbers.redact else unit
+        plt.title(f"timed iterations ({unit}) by box number: box 25-75%, whiskers 5-95%")
         plot.refresh()

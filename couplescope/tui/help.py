@@ -37,7 +37,7 @@ traces; open the traces with `couplescope --tensorboard <path>`.
 
 
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "close")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):

@@ -38,8 +38,8 @@ def describe(sample: dict, measured=lambda text: text) -> str:
     per_core = system.get("cpu_percent")
     per_core = [c for c in per_core if isinstance(c, (int, float))] if isinstance(per_core, list) else []
     busy = " ".join(f"{c:.0f}%" for c in per_core[:16]) + (" ..." if len(per_core) > 16 else "")
-    lines = [f"cores {len(per_core) or 'n/a'}" + (f"  busy {measured(busy)}" if per_core else "")
-             + f"  memory {measured(_bytes(system.get('memory_used')))}/{_bytes(system.get('memory_total'))}"]
+    lines = [f"cores {len(per_core) or 'n/a'}" + (f"  busy {measured(busy)}" if per_core else ""),
+             f"system memory {measured(_bytes(system.get('memory_used')))} of {_bytes(system.get('memory_total'))}"]
     lines.append(f"worker CPU {measured(_num(tree.get('cpu_percent'), '%'))}  "
                  f"memory {measured(_bytes(tree.get('rss')))}  threads {measured(_num(tree.get('threads')))}"
                  + (f"  processes {_num(tree.get('processes'))}" if _num(tree.get("processes")) not in ("n/a", "1")
