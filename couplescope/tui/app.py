@@ -14,12 +14,11 @@ import tempfile
 import threading
 import time
 
-from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
 from couplescope.errors import UsageError
 from couplescope.export.run_dir import DEFAULT_PARENT, RunDirectoryExporter
@@ -27,11 +26,12 @@ from couplescope.tui import messages as m
 from couplescope.tui.compare import CompareScreen
 from couplescope.tui.form import PickForm
 from couplescope.tui.help import HelpScreen
+from couplescope.tui.history import RunsTable
 from couplescope.tui.listener import AppListener
 from couplescope.tui.numbers import Numbers
 from couplescope.tui.runs import RunRecord, export_run
 from couplescope.tui.telemetry_panel import DiagnosticsLog, TelemetryPanel
-from couplescope.tui.watch import IterationsTable, PlotLegend, StatsPanel, TimePlot
+from couplescope.tui.watch import TABLE_HEADER, IterationsTable, PlotLegend, StatsPanel, TimePlot
 
 
 def _while_shown(handler):
@@ -45,8 +45,9 @@ def _while_shown(handler):
     return wrapper
 
 
-class RunsTable(DataTable):
-    BINDINGS = [Binding("space", "app.toggle_mark", "mark for compare")]
+#: how often the watch view redraws while a run goes: each redraw is CPU taken from the
+#: cores the worker is being measured on (benchmarks/ui_perturbation.py)
+TICK_SECONDS = 0.5
 
 
 class CoupleScopeApp(App):
@@ -82,7 +83,7 @@ class CoupleScopeApp(App):
         self._load_catalogue = load_catalogue
         self._stats_dirty = False
         self._sample: dict | None = None
-        self.catalogue_ready = False
+        self._progress = 0
         self.notes: list[str] = []                # what the log panel shows, as plain text
 
     # -- layout -----------------------------------------------------------------------
@@ -90,7 +91,7 @@ class CoupleScopeApp(App):
         yield Static("couplescope: pick a model or a preset, then press r", id="status")
         with TabbedContent(initial="pick", id="tabs"):
             with TabPane("Pick", id="pick"):
-                yield PickForm(self.args, id="form")
+                yield PickForm(self.args, load_catalogue=self._load_catalogue, id="form")
             with TabPane("Watch", id="watch"):
                 yield StatsPanel(id="stats")
                 yield ProgressBar(id="progress", show_eta=False, total=1)
@@ -98,17 +99,24 @@ class CoupleScopeApp(App):
                     with Vertical(id="plot-box"):
                         yield TimePlot(id="plot")
                         yield PlotLegend(id="plot-legend")
-                    yield IterationsTable(id="iteration-table", cell_padding=1)
+                    with Vertical(id="iterations-box"):
+                        yield Static(TABLE_HEADER, id="iterations-header")
+                        yield IterationsTable(id="iteration-table")
                     yield TelemetryPanel(id="watch-telemetry", classes="telemetry")
             with TabPane("Telemetry", id="telemetry"):
                 yield TelemetryPanel(id="telemetry-panel", classes="telemetry")
                 yield DiagnosticsLog(id="log", markup=True, wrap=True)
             with TabPane("History", id="history"):
                 with Vertical():
-                    yield RunsTable(id="runs", cursor_type="row")
+                    yield RunsTable(id="runs")
                     yield Static("space marks runs for c (compare); e exports the highlighted run",
                                  id="export-note")
         yield Footer()
+
+    @property
+    def catalogue_ready(self) -> bool:
+        """True once the catalogue worker has filled in sizes, backends and devices."""
+        return self.main.query_one(PickForm).ready
 
     @property
     def main(self):
@@ -116,56 +124,10 @@ class CoupleScopeApp(App):
         return self.screen_stack[0] if self.screen_stack else self.screen
 
     def on_mount(self) -> None:
-        table = self.main.query_one("#runs", RunsTable)
-        table.add_column("", key="mark", width=1)
-        table.add_column("run", key="run", width=24)
-        table.add_column("variants", key="variants", width=8)
-        table.add_column("status", key="status", width=8)
-        table.add_column("fastest median", key="median", width=14)
-        table.add_column("checks", key="checks", width=6)
-        table.add_column("exported to", key="export")
         self.main.query_one(StatsPanel).show(None, None)
-        self.set_interval(0.25, self._tick)
+        self.set_interval(TICK_SECONDS, self._tick)
         self.main.query_one("#model").focus()
         self.main.query_one(PickForm).refresh_preview()
-        if self._load_catalogue:
-            self.load_catalogue()
-
-    # -- catalogue (imports torch: off the UI thread) ----------------------------------
-    @work(thread=True, exit_on_error=False, group="catalogue")
-    def load_catalogue(self) -> None:
-        models, backend_status, devs, error = {}, {}, ["cpu"], None
-        try:
-            from couplescope import backends, catalogue, devices
-
-            for name in catalogue.model_names():
-                try:
-                    w = catalogue.load(name)
-                    models[name] = {"size_name": w.size_name, "default_size": w.default_size,
-                                    "dtype": w.dtype, "summary": w.summary}
-                except Exception as exc:  # one broken model must not hide the others
-                    error = f"model {name}: {exc}"
-            backend_status = {name: backends.unavailable(name) for name in backends.names()}
-            devs = devices.available()
-            # what the first run would otherwise import while its worker is being measured
-            import couplescope.pipeline  # noqa: F401
-            import couplescope.session  # noqa: F401
-            import couplescope.telemetry  # noqa: F401
-            from couplescope.export import traces  # noqa: F401
-            try:
-                import tensorboard.summary.writer.event_file_writer  # noqa: F401  (trace scalars)
-            except ImportError:
-                pass
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        self.post_message(m.CatalogueLoaded(models, backend_status, devs, error))
-
-    @_while_shown
-    def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:
-        self.main.query_one(PickForm).set_catalogue(msg.models, msg.backends, msg.devices)
-        self.catalogue_ready = True
-        if msg.error:
-            self.note(f"catalogue: {msg.error}", "warning")
 
     # -- actions ------------------------------------------------------------------------
     FOCUS_IN_TAB = {"pick": "#model", "watch": "#iteration-table", "telemetry": "#log", "history": "#runs"}
@@ -268,7 +230,7 @@ class CoupleScopeApp(App):
             self.note(f"export failed: {exc}", "error")
             return
         command = f"couplescope --tensorboard {path}"
-        self.main.query_one("#runs", RunsTable).update_cell(str(record.id), "export", path)
+        self.update_history_row(record)
         self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
                                                       f"open its traces: {command}")
         self.note(f"exported {record.name} to {path}; open its traces: {command}")
@@ -288,7 +250,7 @@ class CoupleScopeApp(App):
         if record is None:
             return
         record.selected = not record.selected
-        self.main.query_one("#runs", RunsTable).update_cell(str(record.id), "mark", "*" if record.selected else "")
+        self.update_history_row(record)
 
     async def action_quit(self) -> None:
         self.stop_everything()
@@ -319,6 +281,7 @@ class CoupleScopeApp(App):
         if record is self.shown:
             self.main.query_one(TimePlot).reset(name)
             self.main.query_one(IterationsTable).add_variant(name)
+            self._progress = 0
             self.main.query_one(ProgressBar).update(total=record.expected(name), progress=0)
             self._stats_dirty = True
         self.set_status(f"{record.name}: {name}: building and loading the model")
@@ -341,7 +304,7 @@ class CoupleScopeApp(App):
         if record is self.shown:
             self.main.query_one(TimePlot).add(msg.events)
             self.main.query_one(IterationsTable).add_iterations(msg.events)
-            self.main.query_one(ProgressBar).advance(len(msg.events))
+            self._progress += len(msg.events)   # drawn by the tick
             self._stats_dirty = True
 
     @_while_shown
@@ -410,6 +373,11 @@ class CoupleScopeApp(App):
         if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
             self.note(f"{worker.group}: {worker.error}", "error")
 
+    @_while_shown
+    def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:
+        if msg.error:
+            self.note(f"catalogue: {msg.error}", "warning")
+
     # -- drawing ----------------------------------------------------------------------
     def _tick(self, force: bool = False) -> None:
         if not self.screen_stack or not self.main.query(TimePlot):
@@ -423,6 +391,7 @@ class CoupleScopeApp(App):
         record = self.shown
         if self._stats_dirty and record is not None and record.current:
             self._stats_dirty = False
+            self.main.query_one(ProgressBar).update(progress=self._progress)
             variant = record.builder.variants.get(record.current)
             self.main.query_one(StatsPanel).show(variant, record.expected(record.current))
             self.update_history_row(record)
@@ -435,22 +404,11 @@ class CoupleScopeApp(App):
         self.main.query_one(DiagnosticsLog).note(text, level)
 
     def selected_run(self) -> RunRecord | None:
-        table = self.main.query_one("#runs", RunsTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        return self.runs.get(int(key.value))
+        run_id = self.main.query_one(RunsTable).highlighted_id()
+        return self.runs.get(run_id) if run_id is not None else None
 
     def add_history_row(self, record: RunRecord) -> None:
-        table = self.main.query_one("#runs", RunsTable)
-        table.add_row("", record.name, str(len(record.specs)), record.status, "", "", "", key=str(record.id))
-        table.move_cursor(row=table.row_count - 1)
+        self.main.query_one(RunsTable).add_run(record)
 
     def update_history_row(self, record: RunRecord) -> None:
-        table = self.main.query_one("#runs", RunsTable)
-        key = str(record.id)
-        checks = record.checks()
-        style = {"PASSED": "bold green", "FAILED": "bold red"}.get(checks, "")
-        table.update_cell(key, "status", record.status)
-        table.update_cell(key, "median", self.numbers.seconds(record.fastest_median()))
-        table.update_cell(key, "checks", Text(checks, style=style))
+        self.main.query_one(RunsTable).update_run(record, self.numbers)

@@ -9,12 +9,14 @@ couplescope.spec.validate — the app never has its own idea of what a run is.
 
 from __future__ import annotations
 
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Grid, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, SelectionList, Static
 
 from couplescope.errors import UsageError
 from couplescope.spec import BRIDGE_MODELS, DTYPE_CHOICES, LAYOUTS
+from couplescope.tui.messages import CatalogueLoaded
 
 #: numeric fields: (id, label, placeholder)
 NUMBERS = (("iterations", "iterations", "default 10"),
@@ -27,10 +29,49 @@ SELECTS = ("preset", "model", "device", "dtype", "layout", "bridge_model")
 class PickForm(VerticalScroll):
     """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset."""
 
-    def __init__(self, args, **kwargs) -> None:
+    def __init__(self, args, load_catalogue: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.args = args
         self.models: dict = {}   # name -> {"size_name", "default_size", "dtype", "summary"}
+        self.ready = False       # the catalogue worker has filled in sizes, backends, devices
+        self._load_catalogue = load_catalogue
+
+    def on_mount(self) -> None:
+        if self._load_catalogue:
+            self.load_catalogue()
+
+    # -- the catalogue imports torch: read it off the UI thread, so the app appears at once
+    @work(thread=True, exit_on_error=False, group="catalogue")
+    def load_catalogue(self) -> None:
+        models, backend_status, devs, error = {}, {}, ["cpu"], None
+        try:
+            from couplescope import backends, catalogue, devices
+
+            for name in catalogue.model_names():
+                try:
+                    w = catalogue.load(name)
+                    models[name] = {"size_name": w.size_name, "default_size": w.default_size,
+                                    "dtype": w.dtype, "summary": w.summary}
+                except Exception as exc:  # one broken model must not hide the others
+                    error = f"model {name}: {exc}"
+            backend_status = {name: backends.unavailable(name) for name in backends.names()}
+            devs = devices.available()
+            # what the first run would otherwise import while its worker is being measured
+            import couplescope.pipeline  # noqa: F401
+            import couplescope.session  # noqa: F401
+            import couplescope.telemetry  # noqa: F401
+            from couplescope.export import traces  # noqa: F401
+            try:
+                import tensorboard.summary.writer.event_file_writer  # noqa: F401  (trace scalars)
+            except ImportError:
+                pass
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        self.post_message(CatalogueLoaded(models, backend_status, devs, error))
+
+    def on_catalogue_loaded(self, msg: CatalogueLoaded) -> None:
+        self.set_catalogue(msg.models, msg.backends, msg.devices)
+        self.ready = True   # the message goes on to the app, which logs msg.error
 
     def compose(self) -> ComposeResult:
         from couplescope import backends, catalogue, presets

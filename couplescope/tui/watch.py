@@ -12,7 +12,7 @@ import time
 
 from rich.text import Text
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import RichLog, Static
 from textual_plotext import PlotextPlot
 
 from couplescope import stats
@@ -60,13 +60,13 @@ class TimePlot(PlotextPlot):
         self._dirty = True
 
     def draw(self, force: bool = False) -> None:
-        """Rebuild the plot if there is new data, at most twice a second unless forced.
+        """Rebuild the plot if there is new data, at most once a second unless forced.
 
         plotext is pure Python and costs tens of milliseconds per build on a busy node, CPU
         the measured worker may need: so few builds, and at most two points per column.
         """
         now = time.monotonic()
-        if not self._dirty or (not force and now - self._last_draw < 0.5):
+        if not self._dirty or (not force and now - self._last_draw < 1.0):
             return
         self._dirty, self._last_draw = False, now
         redact = self.app.numbers.redact
@@ -141,54 +141,55 @@ class PlotLegend(Static):
             return Text(f"plot unavailable: {type(exc).__name__}: {exc}")
 
 
-class IterationsTable(DataTable):
-    """The latest iterations with PASSED/FAILED and the maximum relative error.
+ROW_FORMAT = "{:>6} {:<5} {:>9} {:>11} {}"
+TABLE_HEADER = ROW_FORMAT.format("#", "kind", "time", "max rel err", "check")
+MAX_ROWS_PER_DRAW = 200
 
-    Rows are added on the app's tick, not per event, and never removed one by one
-    (DataTable.remove_row is linear in the table's size): the table grows to twice
-    MAX_TABLE_ROWS, then is refilled with the latest MAX_TABLE_ROWS in one go.
+
+class IterationsTable(RichLog):
+    """The latest iterations (up to MAX_TABLE_ROWS) with PASSED/FAILED and the maximum relative error.
+
+    A log of fixed-width rows under a header line, not a DataTable: rows are rendered
+    once, when written, and scrolling is cheap, where a DataTable re-renders every cell
+    of its visible rows whenever one is added (measured: the largest CPU cost of the app
+    while a run goes, CPU the worker's cores need). Rows are written on the app's tick,
+    at most MAX_ROWS_PER_DRAW at a time: during a flood of fast iterations it shows the
+    latest of them (their numbers tell), while every iteration is in the statistics.
     """
 
-    def on_mount(self) -> None:
-        self.cursor_type = "row"
-        self.add_column("#", key="index", width=6)
-        self.add_column("kind", key="kind", width=5)
-        self.add_column("time", key="time", width=8)
-        self.add_column("max rel err", key="err", width=11)
-        self.add_column("check", key="check", width=6)
-        self._pending: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)
-        self._recent: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_lines=MAX_TABLE_ROWS, min_width=40, wrap=False, auto_scroll=True, **kwargs)
+        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)
+        self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
 
     def add_variant(self, name: str) -> None:
         """A new variant starts: the table follows it, like the plot and the statistics."""
         self.clear_rows()
 
     def add_iterations(self, evs: list[dict]) -> None:
-        self._pending.extend(evs[-MAX_TABLE_ROWS:])
-
-    def _row(self, ev: dict) -> list:
-        numbers = self.app.numbers
-        check = Text("PASSED", style="bold green") if ev["passed"] else Text("FAILED", style="bold red")
-        return [str(ev["index"]), KIND_SHORT.get(ev["kind"], ev["kind"]),
-                numbers.seconds(ev["seconds"]), numbers.sci(ev["max_rel_error"]), check]
+        self._pending.extend(evs[-MAX_ROWS_PER_DRAW:])
 
     def flush(self) -> None:
-        """Draw what arrived since the last tick."""
+        """Write what arrived since the last tick, as one block."""
         if not self._pending:
             return
-        new = [self._row(ev) for ev in self._pending]
+        numbers = self.app.numbers
+        text = Text()
+        for ev in self._pending:
+            check = "PASSED" if ev["passed"] else "FAILED"
+            self.checks.append(check)
+            if len(text):
+                text.append("\n")
+            text.append(ROW_FORMAT.format(ev["index"], KIND_SHORT.get(ev["kind"], ev["kind"]),
+                                          numbers.seconds(ev["seconds"]), numbers.sci(ev["max_rel_error"]), ""))
+            text.append(check, style="bold green" if ev["passed"] else "bold red")
         self._pending.clear()
-        self._recent.extend(new)
-        if self.row_count + len(new) > 2 * MAX_TABLE_ROWS:
-            self.clear()
-            new = list(self._recent)
-        self.add_rows(new)
-        self.move_cursor(row=self.row_count - 1, animate=False)
+        self.write(text)
 
     def clear_rows(self) -> None:
         self.clear()
         self._pending.clear()
-        self._recent.clear()
+        self.checks.clear()
 
 
 class StatsPanel(Static):
