@@ -100,6 +100,18 @@ async def test_options_from_the_command_line_are_filled_in():
         assert (options.model, options.iterations, options.backend) == ("simplenet", 200, "bridge")
 
 
+async def test_a_preset_from_the_command_line_is_filled_in_and_options_override_it():
+    app = make_app("--preset", "cgdrag", "--iterations", "7", load_catalogue=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.query_one("#preset", Select).value == "cgdrag"
+        assert app.query_one("#model", Select).is_blank()
+        _, title, specs = app.query_one("#form").build()
+        assert title == "cgdrag"
+        assert [s.label for s in specs] == [s.label for s in load_preset("cgdrag")[1]]
+        assert {s.iterations for s in specs} == {7}
+
+
 async def test_catalogue_loads_off_the_ui_thread_with_default_sizes():
     app = make_app("--model", "cgdrag")
     async with app.run_test(size=SIZE) as pilot:
