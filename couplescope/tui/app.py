@@ -59,12 +59,14 @@ class CoupleScopeApp(App):
         Binding("s", "stop", "stop", priority=True),
         Binding("e", "export", "export", priority=True),
         Binding("c", "compare", "compare", priority=True),
-        Binding("p", "show_tab('pick')", "pick", priority=True),
-        Binding("w", "show_tab('watch')", "watch", priority=True),
-        Binding("t", "show_tab('telemetry')", "telemetry", priority=True),
-        Binding("h", "show_tab('history')", "history", priority=True),
         Binding("question_mark", "help", "help", priority=True),
         Binding("q", "quit", "quit", priority=True),
+        # the tabs show these views' names; the keys are in the help screen, which keeps
+        # the footer's essential keys visible in an 80-column terminal
+        Binding("p", "show_tab('pick')", "pick", priority=True, show=False),
+        Binding("w", "show_tab('watch')", "watch", priority=True, show=False),
+        Binding("t", "show_tab('telemetry')", "telemetry", priority=True, show=False),
+        Binding("h", "show_tab('history')", "history", priority=True, show=False),
     ]
 
     def __init__(self, args=None, redact: bool = False, load_catalogue: bool = True) -> None:
@@ -90,9 +92,9 @@ class CoupleScopeApp(App):
     def compose(self) -> ComposeResult:
         yield Static("couplescope: pick a model or a preset, then press r", id="status")
         with TabbedContent(initial="pick", id="tabs"):
-            with TabPane("Pick", id="pick"):
+            with TabPane("Pick p", id="pick"):
                 yield PickForm(self.args, load_catalogue=self._load_catalogue, id="form")
-            with TabPane("Watch", id="watch"):
+            with TabPane("Watch w", id="watch"):
                 yield StatsPanel(id="stats")
                 yield ProgressBar(id="progress", show_eta=False, total=1)
                 with Horizontal(id="watch-body"):
@@ -103,10 +105,10 @@ class CoupleScopeApp(App):
                         yield Static(TABLE_HEADER, id="iterations-header")
                         yield IterationsTable(id="iteration-table")
                     yield TelemetryPanel(id="watch-telemetry", classes="telemetry")
-            with TabPane("Telemetry", id="telemetry"):
+            with TabPane("Telemetry t", id="telemetry"):
                 yield TelemetryPanel(id="telemetry-panel", classes="telemetry")
                 yield DiagnosticsLog(id="log", markup=True, wrap=True)
-            with TabPane("History", id="history"):
+            with TabPane("History h", id="history"):
                 with Vertical():
                     yield RunsTable(id="runs")
                     yield Static("space marks runs for c (compare); e exports the highlighted run",

@@ -74,7 +74,10 @@ class TimePlot(PlotextPlot):
         plt.clear_data()
         plt.clear_figure()
         limit = max(60, min(MAX_PLOT_POINTS, 2 * self.size.width))
-        pts = [self.points[i] for i in _thin(len(self.points), limit)]
+        # thin the timed iterations only: the few warm-up and profiled ones always show
+        timed_pts = [p for p in self.points if p[1] == "timed"]
+        pts = sorted([p for p in self.points if p[1] != "timed"][:limit]
+                     + [timed_pts[i] for i in _thin(len(timed_pts), limit)])
         timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
         if not pts:
             plt.title(f"per-iteration time: waiting for {self.variant or 'a run'}")
