@@ -9,7 +9,7 @@ a shared node hits both sides alike:
     model(*inputs)` for every call of the iteration (cgdrag makes two).
 Prints both medians and their ratio (target: within 5%).
 
-    python benchmarks/fidelity.py [--rounds 3] [--cgdrag-size 8192]
+    python benchmarks/fidelity.py [--rounds 3] [--cgdrag-size 8192] [--threads 1]
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from couplescope import catalogue
 from couplescope.layout import flat_memory, strides_for
 
 
-def couplescope_forward(model: str, size: int, iterations: int) -> float:
-    doc = couplescope.run(couplescope.RunSpec(model=model, size=size, warmup=20,
+def couplescope_forward(model: str, size: int, iterations: int, threads: int) -> float:
+    doc = couplescope.run(couplescope.RunSpec(model=model, size=size, warmup=20, threads=threads,
                                               iterations=iterations, profile_iterations=0))
     return doc["variants"][0]["phases"]["forward"]["median"]
 
 
-def reference_forward(model: str, size: int, tmpdir: str, min_run_time: float) -> float:
+def reference_forward(model: str, size: int, tmpdir: str, min_run_time: float, threads: int) -> float:
     workload = catalogue.load(model)
     dtype = workload.dtype
     arrays = workload.host_arrays(size, dtype, 0)
@@ -54,7 +54,8 @@ def reference_forward(model: str, size: int, tmpdir: str, min_run_time: float) -
 
     for _ in range(20):  # the TorchScript profiling executor specialises over the first calls
         step()
-    timer = tub.Timer(stmt="step()", globals={"step": step})
+    # Timer defaults to one thread: give it the worker's thread count explicitly
+    timer = tub.Timer(stmt="step()", globals={"step": step}, num_threads=threads)
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
@@ -62,15 +63,18 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--cgdrag-size", type=int, default=8192)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads on both sides (default 1: on a shared 2-core node a second "
+                        "thread measures the neighbours more than the call)")
     args = p.parse_args()
     cases = [("simplenet", 1, 2000, 2.0), ("cgdrag", args.cgdrag_size, 30, 5.0)]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
+    print(f"torch {torch.__version__}, {args.threads} thread(s) on both sides, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmpdir:
         for model, size, iterations, min_time in cases:
             ours, theirs = [], []
             for _ in range(args.rounds):
-                ours.append(couplescope_forward(model, size, iterations))
-                theirs.append(reference_forward(model, size, tmpdir, min_time))
+                ours.append(couplescope_forward(model, size, iterations, args.threads))
+                theirs.append(reference_forward(model, size, tmpdir, min_time, args.threads))
             a, b = statistics.median(ours), statistics.median(theirs)
             print(f"{model:<10} size {size:<5} couplescope forward median {a * 1e6:10.1f} us   "
                   f"torch.utils.benchmark median {b * 1e6:10.1f} us   ratio {a / b:.3f}")

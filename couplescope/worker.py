@@ -14,21 +14,48 @@ import json
 import os
 import signal
 import sys
+import time
 
 
-def _open_event_channel():
+class EventChannel:
+    """Writes events to the event stream; fast iterations are sent in batches.
+
+    Writing a line per iteration costs a system call and wakes the parent, which the
+    scheduler often places on the worker's core just before the next timed call: for a
+    call of a few microseconds that tripled its measured time. So iteration events wait
+    in a buffer until FLUSH_SECONDS have passed since the last write; any other event
+    (and the end of the run) writes the buffer at once. A worker killed with SIGKILL can
+    lose at most the last FLUSH_SECONDS of iterations; SIGTERM and Ctrl-C lose nothing.
+    """
+
+    FLUSH_SECONDS = 0.05
+
+    def __init__(self, stream) -> None:
+        from couplescope import events
+
+        self._dumps = events.dumps
+        self._stream = stream
+        self._pending: list[str] = []
+        self._last = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        self._pending.append(self._dumps(event) + "\n")
+        if event["event"] != "iteration" or time.monotonic() - self._last >= self.FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write("".join(self._pending))
+            self._pending.clear()
+        self._stream.flush()
+        self._last = time.monotonic()
+
+
+def _open_event_channel() -> EventChannel:
     event_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    stream = os.fdopen(event_fd, "w", buffering=1, encoding="utf-8")
-
-    from couplescope import events
-
-    def write(event: dict) -> None:
-        stream.write(events.dumps(event) + "\n")
-        stream.flush()
-
-    return write
+    return EventChannel(os.fdopen(event_fd, "w", encoding="utf-8"))
 
 
 def _interrupt(signum, frame):
@@ -47,7 +74,10 @@ def main(argv=None) -> int:
     if spec.backend == "mpi":  # this process is one rank of an MPI job
         from couplescope.mpi_worker import run_rank
 
-        return run_rank(spec, write)
+        try:
+            return run_rank(spec, write)
+        finally:
+            write.flush()
     emit = Emitter(write)
     emit.variant = spec.label
     profile_window = None
@@ -68,6 +98,8 @@ def main(argv=None) -> int:
     except Exception as exc:
         failure(emit, exc, "error")
         return 1
+    finally:
+        write.flush()
 
 
 if __name__ == "__main__":
