@@ -208,6 +208,14 @@ async def test_compare_two_runs_side_by_side():
         assert "1.00x" in [r[3] for r in rows]
         assert all(r[6] == "PASSED" and r[5] == "20" for r in rows)
         assert all(r[1].endswith("s") and r[4].endswith("s") for r in rows)   # median and overhead
+        await pilot.press("space")                   # leave the first variant out
+        await pilot.pause()
+        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
+        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][7] == "1"
+        assert list(app.screen.builder.variants) == ["#2 simplenet-bridge-torchscript"]
+        await pilot.press("space")                   # and put it back
+        await pilot.pause()
+        assert len(app.screen.builder.variants) == 2
         await pilot.press("escape")
         assert not isinstance(app.screen, CompareScreen)
 

@@ -3,7 +3,8 @@
 The variants of all compared runs are replayed into one ResultsBuilder (named
 "#run variant"), so median, IQR, ratio to the fastest and coupling overhead come from
 ResultsBuilder.comparison() exactly as the headless table does; the distributions are
-box plots of each variant's timed iterations.
+box plots of each variant's timed iterations. `space` leaves the highlighted variant out
+of the ratios and the plot (or puts it back), so any subset can be compared.
 """
 
 from __future__ import annotations
@@ -24,23 +25,30 @@ from .watch import _unit
 WHISKERS = (95, 75, 50, 25, 5)   # plotext's quintuple order: top whisker first
 
 
-def combined(records) -> ResultsBuilder:
+def combined(records, left_out=frozenset()) -> ResultsBuilder:
+    """One builder holding every variant of `records` as "#run variant", minus `left_out`."""
     builder = ResultsBuilder("compare")
     for record in records:
         for ev in record.builder_events():
             if ev.get("variant"):
-                ev = {**ev, "variant": f"#{record.id} {ev['variant']}"}
+                name = f"#{record.id} {ev['variant']}"
+                if name in left_out:
+                    continue
+                ev = {**ev, "variant": name}
             builder.on_event(ev)
     return builder
 
 
 class CompareScreen(Screen):
     BINDINGS = [Binding("escape,c", "app.pop_screen", "back"),
+                Binding("space", "toggle_variant", "leave out / put back"),
                 Binding("q", "app.quit", "quit")]
 
     def __init__(self, records) -> None:
         super().__init__()
         self.records = list(records)
+        self.left_out: set[str] = set()
+        self.all_names = list(combined(self.records).variants)
         self.builder = combined(self.records)
 
     def compose(self) -> ComposeResult:
@@ -51,17 +59,42 @@ class CompareScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#compare-table", DataTable).add_columns(
+            "variant", "median", "IQR", "vs fastest", "overhead", "n", "checks", "box")
+        self.fill()
+
+    def fill(self) -> None:
+        """The table (every variant; left-out ones greyed) and the plot (the others)."""
         numbers = self.app.numbers
         table = self.query_one("#compare-table", DataTable)
-        table.add_columns("variant", "median", "IQR", "vs fastest", "overhead", "n", "checks", "box")
-        rows = self.builder.comparison()
-        for i, r in enumerate(rows, 1):
+        cursor = table.cursor_row
+        table.clear()
+        rows = {r["name"]: r for r in self.builder.comparison()}
+        box = {name: i for i, name in enumerate(rows, 1)}
+        for name in self.all_names:
+            r = rows.get(name)
+            if r is None:
+                why = "left out (space)" if name in self.left_out else "no timed iterations"
+                table.add_row(Text(name, style="dim"), Text(why, style="dim"), "", "", "", "", "", "", key=name)
+                continue
             check = Text("PASSED", style="bold green") if r["passed"] else Text("FAILED", style="bold red")
-            table.add_row(r["name"], numbers.seconds(r["median"]), numbers.seconds(r["iqr"]),
-                          numbers.ratio(r["ratio"]), numbers.seconds(r["overhead"]), str(r["n"]), check, str(i))
-        if not rows:
+            table.add_row(name, numbers.seconds(r["median"]), numbers.seconds(r["iqr"]),
+                          numbers.ratio(r["ratio"]), numbers.seconds(r["overhead"]), str(r["n"]), check,
+                          str(box[name]), key=name)
+        if not self.all_names:
             table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "", "")
-        self.draw(rows)
+        table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
+        self.draw(list(rows.values()))
+
+    def action_toggle_variant(self) -> None:
+        """Leave the highlighted variant out of the ratios and the plot, or put it back."""
+        table = self.query_one("#compare-table", DataTable)
+        if not self.all_names or not table.row_count:
+            return
+        name = self.all_names[table.cursor_row]
+        self.left_out ^= {name}
+        self.builder = combined(self.records, frozenset(self.left_out))
+        self.fill()
 
     def draw(self, rows) -> None:
         plot = self.query_one("#compare-plot", PlotextPlot)

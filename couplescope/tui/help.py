@@ -14,7 +14,8 @@ HELP = """\
 - `r` run what the Pick view describes (refused while a run goes)
 - `s` stop the run: ends the worker process; what was measured stays
 - `e` export the highlighted run in History (the latest by default), as `--export` does
-- `c` compare the marked runs (all runs when none is marked); `escape` goes back
+- `c` compare the marked runs (all runs when none is marked); there `space` leaves a
+  variant out or puts it back, `escape` goes back
 - `space` in History: mark or unmark a run for comparing
 - `p` `w` `t` `h` views: Pick, Watch, Telemetry, History
 - `?` this help (`escape` closes it); `q` quit, stopping any running worker first
