@@ -8,7 +8,6 @@ are timed with `config["phase"]`, a context manager factory that the host suppli
 This file is imported by path, so it must not rely on being part of a package.
 """
 
-import numpy as np
 import torch
 
 _model = None

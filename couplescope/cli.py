@@ -156,7 +156,6 @@ def overrides_from(args) -> dict:
 def build_specs(args) -> tuple[str, list]:
     """(title, specs) from --preset and/or --model and the overriding options."""
     from couplescope import presets
-    from couplescope.spec import RunSpec
 
     overrides = overrides_from(args)
     backends = _split(args.backend)

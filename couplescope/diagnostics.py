@@ -83,7 +83,7 @@ class Diagnostician:
         fit = max(1, self.cores // self.ranks)
         who = f"{self.ranks} ranks x {threads} torch threads = {self.ranks * threads} threads" if self.mpi \
             else f"{threads} torch threads"
-        more = f" or fewer ranks (--ranks)" if self.mpi else ""
+        more = " or fewer ranks (--ranks)" if self.mpi else ""
         return self._once("oversubscribed",
                           f"{who} on {self.cores} available core(s): the threads compete for cores and "
                           f"slow each other down; use --threads {fit}{more}",

@@ -160,7 +160,7 @@ def run_rank(spec, write) -> int:
 
 
 def _run(spec, channel: RankChannel, MPI) -> int:
-    from couplescope.engine import Prepared, environment, measure
+    from couplescope.engine import environment, measure
 
     comm, rank, world = channel.comm, channel.rank, channel.world
     if world < 2:

@@ -90,6 +90,8 @@ class Session:
         proc = WorkerProcess(spec, env=env)
         with self._lock:
             self._current = proc
+        if self._stop.is_set():  # stop() came while the worker was starting: it saw no process
+            proc.stop()
         for listener in self.listeners:
             listener.worker_started(spec, proc)
         ended = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from couplescope.errors import UsageError, choices_text
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import shutil
 import tempfile
-import threading
-import time
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -80,7 +78,6 @@ class CoupleScopeApp(App):
         self.runs: dict[int, RunRecord] = {}
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows
-        self._run_thread_done = threading.Event()
         self._staging_root = tempfile.mkdtemp(prefix="couplescope-tui-")
         self._load_catalogue = load_catalogue
         self._stats_dirty = False
@@ -184,7 +181,6 @@ class CoupleScopeApp(App):
         self.main.query_one(StatsPanel).show(None, None)
         self.add_history_row(record)
         self.note(f"run {record.name}: " + ", ".join(s.label for s in specs))
-        self._run_thread_done.clear()
         self.run_session(record)
         return record
 
@@ -196,7 +192,6 @@ class CoupleScopeApp(App):
         except BaseException as exc:  # noqa: BLE001 - shown in the app, never closes it
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
-            self._run_thread_done.set()
             self.post_message(m.RunEnded(record.id, error))
 
     def action_stop(self) -> None:
@@ -208,12 +203,9 @@ class CoupleScopeApp(App):
 
     @work(thread=True, exit_on_error=False, group="stop")
     def stop_session(self, record: RunRecord) -> None:
-        # stop() ends the worker's process group; repeated so a worker that was just being
-        # started when s was pressed is ended too
-        deadline = time.monotonic() + 15
-        while not self._run_thread_done.is_set() and time.monotonic() < deadline:
-            record.session.stop()
-            self._run_thread_done.wait(0.2)
+        # stop() ends the worker's process group (and one that is still starting); it
+        # blocks until the worker has gone, hence this thread
+        record.session.stop()
 
     def action_export(self) -> None:
         record = self.selected_run()

@@ -101,7 +101,7 @@ class CompareScreen(Screen):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].timed] for r in rows}
+        series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].steps] for r in rows}
         if not series:
             plt.title("time distributions: nothing to compare yet")
             return
