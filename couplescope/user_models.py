@@ -25,17 +25,24 @@ def _random_inputs(shapes, dtype, seed):
             for i, s in enumerate(shapes)}
 
 
-class TorchScriptFileWorkload(Workload):
+class UserFileWorkload(Workload):
+    """What both kinds of user file share: a path, optional input shapes and a dtype."""
+
     size_name = "size"
-    size_help = "unused: the shape comes from --input-shape"
     relative_floor = 1e-6
+    kind = ""
 
     def __init__(self, path: str, input_shape, dtype) -> None:
         self.path = os.path.abspath(path)
         self.name = path
-        self.summary = f"TorchScript file {path}"
+        self.summary = f"{self.kind} {path}"
         self.shapes = input_shape
         self.dtype = dtype or "float32"
+
+
+class TorchScriptFileWorkload(UserFileWorkload):
+    kind = "TorchScript file"
+    size_help = "unused: the shape comes from --input-shape"
 
     def build(self, size, dtype, seed):
         import torch
@@ -56,18 +63,10 @@ class TorchScriptFileWorkload(Workload):
         return module
 
 
-class BridgeModuleWorkload(Workload):
-    size_name = "size"
+class BridgeModuleWorkload(UserFileWorkload):
+    kind = "bridge module"
     size_help = "passed to the module's make_inputs(size, seed), if it has one"
-    relative_floor = 1e-6
-
-    def __init__(self, path: str, input_shape, dtype) -> None:
-        self.path = os.path.abspath(path)
-        self.name = path
-        self.summary = f"bridge module {path}"
-        self.shapes = input_shape
-        self.dtype = dtype or "float32"
-        self._module = None
+    _module = None
 
     def module(self):
         if self._module is None:
