@@ -260,9 +260,27 @@ def extra_listeners(args, specs, exporter, printer) -> list:
     return optional_listeners(args, exporter)
 
 
+#: options whose value is itself a command line, which may start with a dash
+PASS_THROUGH = ("--launcher-args",)
+
+
+def _glue_pass_through(argv: list[str]) -> list[str]:
+    """`--launcher-args --report-bindings` -> `--launcher-args=--report-bindings`: argparse
+    would otherwise read the value as an unknown option of ours."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in PASS_THROUGH and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_glue_pass_through(sys.argv[1:] if argv is None else list(argv)))
     try:
         if args.list:
             print_list()

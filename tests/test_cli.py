@@ -267,3 +267,11 @@ def test_worker_that_dies_is_reported_not_hung(cli, tmp_path):
     assert "worker ended with signal 9" in r.stderr
     doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     assert doc["variants"][0]["status"] == "failed"
+
+
+def test_launcher_args_may_start_with_a_dash():
+    from couplescope.cli import _glue_pass_through, build_parser
+
+    argv = _glue_pass_through(["--model", "simplenet", "--launcher-args", "--report-bindings", "--ranks", "2"])
+    args = build_parser().parse_args(argv)
+    assert args.launcher_args == "--report-bindings" and args.ranks == 2
