@@ -9,6 +9,33 @@ The library API (importing it does not import torch or textual):
 
 __version__ = "0.1.0"
 
+
+def _map_source_tree_folders() -> None:
+    """In a source checkout, models/ and presets/ sit beside this package; installed, they
+    live inside it (couplescope.models, couplescope.bundled_presets). When this package
+    is imported straight from a checkout (python -m couplescope in the clone, Python 3.10
+    workers), map the folders to the names they install under, so both work the same."""
+    import importlib.util
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name, folder in (("couplescope.models", "models"), ("couplescope.bundled_presets", "presets")):
+        init = os.path.join(root, folder, "__init__.py")
+        if name in sys.modules or not os.path.isfile(init):
+            continue
+        if importlib.util.find_spec(name) is not None:  # installed or editable: already mapped
+            continue
+        spec = importlib.util.spec_from_file_location(name, init,
+                                                      submodule_search_locations=[os.path.dirname(init)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        setattr(sys.modules[__name__], name.rsplit(".", 1)[1], module)
+
+
+_map_source_tree_folders()
+
 from couplescope.api import load_preset, run  # noqa: E402
 from couplescope.errors import UsageError  # noqa: E402
 from couplescope.spec import RunSpec  # noqa: E402

@@ -20,6 +20,21 @@ import threading
 from couplescope import events
 
 
+def same_package_env(env: dict) -> dict:
+    """Make the worker import the very couplescope this process runs.
+
+    `python -m` puts the working directory first on sys.path: started inside a source
+    checkout, a worker would import the source tree instead of the installed package
+    (a different version, or one whose models/ are not inside it). PYTHONSAFEPATH
+    (Python 3.11+) drops the working directory; PYTHONPATH names our own package root.
+    """
+    import couplescope
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(couplescope.__file__)))
+    paths = [root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return {**env, "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def worker_command(spec) -> list[str]:
     """The command that runs one variant; a backend may wrap it (mpiexec ...)."""
     from couplescope import backends
@@ -43,7 +58,7 @@ class WorkerProcess:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self._stderr_sink = stderr_sink
         cmd = worker_command(spec)
-        full_env = dict(os.environ)
+        full_env = same_package_env(dict(os.environ))
         full_env.update(backend_env(spec))
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")

@@ -275,3 +275,20 @@ def test_launcher_args_may_start_with_a_dash():
     argv = _glue_pass_through(["--model", "simplenet", "--launcher-args", "--report-bindings", "--ranks", "2"])
     args = build_parser().parse_args(argv)
     assert args.launcher_args == "--report-bindings" and args.ranks == 2
+
+
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_runs_from_inside_the_source_checkout():
+    """The README's command is typed in the clone: `python -m` there puts the source tree
+    (where models/ and presets/ sit beside the package) first on sys.path."""
+    r = subprocess.run([sys.executable, "-m", "couplescope", "--preset", "stride512", "--size", "8",
+                        "--iterations", "2", "--profile-iterations", "0", "--telemetry-hz", "0"],
+                       cwd=SOURCE_TREE, capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, NO_COLOR="1"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("PASSED :: [check iteration") == 6
+    code = "import couplescope.models, couplescope.bundled_presets as b; print(couplescope.models.__name__)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=SOURCE_TREE, capture_output=True, text=True)
+    assert r.stdout.strip() == "couplescope.models", r.stderr

@@ -25,6 +25,9 @@ CONTRACT = ("initialize", "compute")
 
 def import_by_path(path: str, unique: str):
     """Import a module from a file path, as forpy's import_py does with sys.path."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:  # as forpy's paths_insert: the module may import its neighbours
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(unique, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path} as a Python module")
