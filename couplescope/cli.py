@@ -244,8 +244,17 @@ def run_headless(args, title: str, specs) -> int:
         printer.close()
     if exporter is not None and exporter.path:
         printer.print(f"results: {os.path.join(exporter.path, 'results.json')}")
-        if os.path.isdir(os.path.join(exporter.path, "traces")):
-            printer.print(f"traces: couplescope --tensorboard {exporter.path}")
+        traces = os.path.join(exporter.path, "traces")
+        if os.path.isdir(traces):
+            from couplescope.profiling import TRACE_SUFFIXES
+
+            has_trace = any(name.endswith(TRACE_SUFFIXES)
+                            for _, _, files in os.walk(traces) for name in files)
+            if has_trace:
+                printer.print(f"traces: couplescope --tensorboard {exporter.path}")
+            else:
+                printer.print(f"no profiler traces (profiling was off or skipped); per-iteration "
+                              f"scalars: couplescope --tensorboard {exporter.path}")
     if args.json:
         sys.stdout.write(json.dumps(builder.document(), indent=1, default=str) + "\n")
     code = 130 if session.interrupted else builder.exit_code()
