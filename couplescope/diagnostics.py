@@ -22,8 +22,10 @@ import statistics
 MIB = 1024 * 1024
 #: RSS growth over the timed iterations that counts as a leak: at least this much ...
 LEAK_MIN_BYTES = 16 * MIB
-#: ... and at least this fraction of where it started
+#: ... and at least this fraction of where it started ...
 LEAK_MIN_FRACTION = 0.05
+#: ... seen over at least this many distinct timed iterations
+MIN_LEAK_ITERATIONS = 6
 #: mean GPU utilisation (percent) below which a forward-dominated run is launch-bound
 LAUNCH_BOUND_UTIL = 30.0
 
@@ -193,7 +195,14 @@ class Diagnostician:
             "--threads")
 
     def _rss_growth(self) -> list[dict]:
-        samples = self.rss
+        # One value per timed iteration (its last sample): growth inside a single long call
+        # (allocator caches filling up) is not growth "across iterations".
+        last = {}
+        for index, rss in self.rss:
+            last[index] = rss
+        if len(last) < MIN_LEAK_ITERATIONS:
+            return []
+        samples = sorted(last.items())
         q = len(samples) // 4
         groups = [samples[i * q:(i + 1) * q] if i < 3 else samples[3 * q:] for i in range(4)]
         medians = [statistics.median(r for _, r in g) for g in groups]
