@@ -206,8 +206,7 @@ class HeadlessPrinter(Listener):
             if phases:
                 self.print("median per phase: " + ", ".join(f"{k} {fmt.seconds(p['median'])}"
                                                           for k, p in phases.items()))
-            first = warm[0]["seconds"] if warm else None
-            for w in stats.warnings_for(s, first):
+            for w in v.warnings():
                 self.print(self._paint(f"note: {w}", YELLOW))
         if mpi_stats.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
             for line in mpi_stats.report_lines(v.iterations, v.summary.get("ranks")):

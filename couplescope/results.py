@@ -43,6 +43,12 @@ class VariantResult:
     def stats(self) -> dict:
         return stats.summarize([it["seconds"] for it in self.steps])
 
+    def warnings(self) -> list[str]:
+        """Noise, a slow first call, timed calls still warming up (stats.warnings_for)."""
+        warm = [it for it in self.iterations if it["kind"] == "warmup"]
+        return stats.warnings_for(self.stats(), warm[0]["seconds"] if warm else None,
+                                  [it["seconds"] for it in self.steps])
+
     def all_passed(self) -> bool:
         return bool(self.iterations) and all(it["passed"] for it in self.iterations)
 
@@ -51,7 +57,6 @@ class VariantResult:
 
     def to_dict(self) -> dict:
         s = self.stats()
-        warm = [it for it in self.iterations if it["kind"] == "warmup"]
         return {"name": self.name, "spec": self.spec, "status": self.status,
                 "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
@@ -59,7 +64,7 @@ class VariantResult:
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
                 "noisy": s["noisy"],
                 "phases": stats.phase_summaries(self.steps),
-                "warnings": stats.warnings_for(s, warm[0]["seconds"] if warm else None),
+                "warnings": self.warnings(),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
                 **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),

@@ -47,3 +47,11 @@ def test_parse_ignores_stray_lines():
     assert events.parse("hello from a model") is None
     assert events.parse('{"not": "an event"}') is None
     assert events.parse("{broken json") is None
+
+
+def test_timed_calls_still_warming_up_suggest_more_warmup():
+    timed = [1.0, 0.9, 0.1, 0.1, 0.11, 0.1, 0.1, 0.1]
+    text = " ".join(stats.warnings_for(stats.summarize(timed), None, timed))
+    assert "first 2 timed call(s)" in text and "--warmup 3" in text
+    steady = [0.1, 0.11, 0.1, 0.1, 0.1]
+    assert not any("warming up" in w for w in stats.warnings_for(stats.summarize(steady), None, steady))
