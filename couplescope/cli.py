@@ -180,11 +180,34 @@ def build_specs(args) -> tuple[str, list]:
         if len(backends) > 1 and d.get("name"):
             d["name"] = f"{d['name']}-{backend}"
         specs.append(presets.to_spec(d))
+    _refuse_options_that_apply_to_nothing(args, specs)
     names = [s.label for s in specs]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         specs = [s.replace(name=f"{s.label}-{i}") if s.label in dupes else s for i, s in enumerate(specs, 1)]
     return title, specs
+
+
+MPI_OPTIONS = ("ranks", "inner_backend", "launcher", "launcher_args", "oversubscribe")
+
+
+def _refuse_options_that_apply_to_nothing(args, specs) -> None:
+    """An option no variant uses would be silently ignored: say so instead."""
+    from couplescope.catalogue import is_user_model
+
+    def given(key):
+        return getattr(args, key, None) is not None
+
+    if given("input_shape") and not any(is_user_model(s.model) for s in specs):
+        raise UsageError("--input-shape applies to a .pt or .py model; catalogue models build their "
+                         "own inputs (use --size)")
+    uses_bridge = any(s.backend == "bridge" or (s.backend == "mpi" and s.inner_backend == "bridge")
+                      for s in specs)
+    if given("bridge_model") and not uses_bridge:
+        raise UsageError("--bridge-model applies to --backend bridge (or mpi with --inner-backend bridge)")
+    used = [f"--{k.replace('_', '-')}" for k in MPI_OPTIONS if given(k)]
+    if used and not any(s.backend == "mpi" for s in specs):
+        raise UsageError(f"{', '.join(used)} applies to --backend mpi")
 
 
 def validate_all(specs, preset: str | None = None) -> None:

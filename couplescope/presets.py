@@ -35,6 +35,9 @@ _TYPES = {"model": str, "backend": str, "size": int, "bridge_model": str, "devic
           "launcher": str, "launcher_args": str, "oversubscribe": bool, "sizes": list}
 
 
+_TYPE_WORDS = {str: "a string", int: "a whole number", bool: "true or false", list: "a list"}
+
+
 def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in resources.files(BUNDLED).iterdir()
                   if p.name.endswith(".toml"))
@@ -101,8 +104,8 @@ def _check_keys(label: str, where: str, table: dict) -> None:
             raise UsageError(f"{label}: unknown key '{key}' in {where}; valid keys: {choices_text(valid)}")
         want = _TYPES.get(key)
         if want is not None and not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            kind = want.__name__ if isinstance(want, type) else " or ".join(t.__name__ for t in want)
-            raise UsageError(f"{label}: key '{key}' in {where} must be a {kind} (got {value!r})")
+            kind = _TYPE_WORDS.get(want) or " or ".join(_TYPE_WORDS[t] for t in want)
+            raise UsageError(f"{label}: key '{key}' in {where} must be {kind} (got {value!r})")
 
 
 def to_spec(variant: dict, overrides: dict | None = None) -> RunSpec:

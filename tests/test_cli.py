@@ -292,3 +292,13 @@ def test_runs_from_inside_the_source_checkout():
     code = "import couplescope.models, couplescope.bundled_presets as b; print(couplescope.models.__name__)"
     r = subprocess.run([sys.executable, "-c", code], cwd=SOURCE_TREE, capture_output=True, text=True)
     assert r.stdout.strip() == "couplescope.models", r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "simplenet", "--input-shape", "3,3"], "--input-shape applies to a .pt or .py model"),
+    (["--model", "simplenet", "--bridge-model", "eager"], "--bridge-model applies to --backend bridge"),
+    (["--model", "simplenet", "--ranks", "4"], "--ranks applies to --backend mpi"),
+])
+def test_options_that_apply_to_nothing_are_refused(cli, args, message):
+    r = cli(*args, *FAST)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -60,7 +60,7 @@ def test_malformed_toml_names_the_line(tmp_path):
 
 def test_wrong_type_names_the_key(tmp_path):
     path = write(tmp_path, '[defaults]\nmodel = "simplenet"\niterations = "ten"\n')
-    with pytest.raises(UsageError, match=r"'iterations'.*must be a int"):
+    with pytest.raises(UsageError, match=r"'iterations'.*must be a whole number"):
         presets.load_preset(path)
 
 
