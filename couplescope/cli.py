@@ -224,24 +224,30 @@ def validate_all(specs, preset: str | None = None) -> None:
 
 
 def print_list(out=sys.stdout) -> None:
+    import shutil
+
     from couplescope import backends, catalogue, devices, presets
     from couplescope import format as fmt
+
+    # wrap to the terminal; piped output keeps one line per row for grep and scripts
+    width = shutil.get_terminal_size().columns if out.isatty() else None
 
     rows = []
     for name in catalogue.model_names():
         w = catalogue.load(name)
         rows.append([name, f"{w.size_name}={w.default_size}", w.dtype, w.summary])
     out.write("models (--model NAME, --size sets the size parameter):\n")
-    out.write(fmt.table(["model", "size (default)", "dtype", "what"], rows) + "\n\n")
+    out.write(fmt.table(["model", "size (default)", "dtype", "what"], rows, width=width) + "\n\n")
     rows = []
     for name in backends.names():
         reason = backends.unavailable(name)
-        rows.append([name, "available" if not reason else f"unavailable: {reason}",
-                     backends.REGISTRY[name][1]])
-    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "what"], rows) + "\n\n")
+        what = backends.REGISTRY[name][1] + (f". Unavailable: {reason}" if reason else "")
+        rows.append([name, "unavailable" if reason else "available", what])
+    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "what"], rows, width=width) + "\n\n")
     rows = [[n, presets.describe(n)] for n in presets.preset_names()]
-    out.write("presets (--preset NAME):\n" + fmt.table(["preset", "description"], rows) + "\n\n")
-    out.write("devices (--device):\n" + fmt.table(["device", "what"], [list(r) for r in devices.describe()]) + "\n")
+    out.write("presets (--preset NAME):\n" + fmt.table(["preset", "description"], rows, width=width) + "\n\n")
+    out.write("devices (--device):\n" + fmt.table(["device", "what"], [list(r) for r in devices.describe()],
+                                                   width=width) + "\n")
 
 
 def run_headless(args, title: str, specs) -> int:

@@ -35,13 +35,27 @@ def ratio(value) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
-def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
-    """A plain text table with aligned columns (right-aligned where asked)."""
+def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None,
+          width: int | None = None) -> str:
+    """A plain text table with aligned columns (right-aligned where asked).
+
+    With `width`, the last column wraps so lines fit (never narrower than 30 characters).
+    """
+    import textwrap
+
     right = right or set()
     widths = [max(len(str(r[i])) for r in [headers] + rows) for i in range(len(headers))]
+    if width:
+        room = width - sum(widths[:-1]) - 2 * (len(widths) - 1)
+        widths[-1] = max(30, min(widths[-1], room))
 
     def line(cells):
         return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    out = [line(headers), line(["-" * w for w in widths])]
+    for r in rows:
+        wrapped = textwrap.wrap(str(r[-1]), widths[-1]) or [""]
+        out.append(line(list(r[:-1]) + [wrapped[0]]))
+        out += [line([""] * (len(r) - 1) + [more]) for more in wrapped[1:]]
+    return "\n".join(out)
