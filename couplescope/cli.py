@@ -241,7 +241,7 @@ def print_list(out=sys.stdout) -> None:
     rows = []
     for name in backends.names():
         reason = backends.unavailable(name)
-        what = backends.REGISTRY[name][1] + (f". Unavailable: {reason}" if reason else "")
+        what = backends.REGISTRY[name][1] + (f"; unavailable: {reason}" if reason else "")
         rows.append([name, "unavailable" if reason else "available", what])
     out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "what"], rows, width=width) + "\n\n")
     rows = [[n, presets.describe(n)] for n in presets.preset_names()]
