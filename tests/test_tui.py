@@ -21,7 +21,8 @@ from couplescope.tui.app import CoupleScopeApp
 from couplescope.tui.compare import CompareScreen
 from couplescope.tui.help import HelpScreen
 from couplescope.tui.listener import AppListener
-from couplescope.tui.watch import MAX_TABLE_ROWS
+from couplescope.backends.mpi import INSTALL_HINT
+from couplescope.tui.watch import MAX_TABLE_ROWS, PlotLegend, legend_lines, x_ticks
 from couplescope.tui import messages as m
 
 SIZE = (120, 40)
@@ -85,8 +86,12 @@ async def test_preset_from_the_form_runs_and_shows_passed_rows_and_statistics():
         checks = table_checks(app)
         assert checks.count("PASSED") == 27 and "FAILED" not in checks   # the table follows the last variant
         stats = str(app.query_one("#stats").render())
-        assert "median" in stats and "n=25" in stats and "all PASSED" in stats
+        assert "median" in stats and "n=25 timed" in stats and "all PASSED" in stats
+        # every call is counted and checked; the statistics' n is the timed ones only
+        assert "27/27 calls = 25 timed + 2 warm-up" in stats and "profiled" not in stats
         assert "n/a" not in stats.split("median", 1)[1].split("n=")[0]
+        legend = str(app.query_one("#plot-legend").render())
+        assert legend.startswith("x warm-up ━ timed") and "\n" not in legend   # one line at 120
 
 
 async def test_options_from_the_command_line_are_filled_in():
@@ -245,6 +250,92 @@ async def test_export_writes_results_and_traces(tmp_path):
     assert traces, os.listdir(path)
     written = [json.loads(line) for line in lines if '"trace_written"' in line]
     assert written and all(os.path.exists(ev["path"]) and ev["path"].startswith(path) for ev in written)
+
+
+def backend_lines(app) -> list[str]:
+    """The backends list as a plain capture shows it (no colours)."""
+    sel = app.query_one("#backends")
+    return [sel.render_line(y).text.rstrip() for y in range(sel.option_count)]
+
+
+async def test_backend_boxes_read_ticked_or_not_without_colour():
+    app = make_app("--model", "simplenet", "--backend", "bridge", load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = backend_lines(app)
+        assert "[x] bridge" in lines and "[ ] torchscript" in lines
+        app.query_one("#backends").select("torchscript")
+        await pilot.pause()
+        assert "[x] torchscript" in backend_lines(app)
+        assert "2 variant(s)" in str(app.query_one("#preview").render())
+
+
+async def test_unavailable_backend_has_a_short_label_and_its_full_reason_below():
+    reason = f"mpi4py is not installed: {INSTALL_HINT}"   # the mpi backend's own words
+    app = make_app("--model", "simplenet", load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#form").set_catalogue({}, {"torchscript": None, "mpi": reason}, ["cpu"])
+        await pilot.pause()
+        assert backend_lines(app) == ["[ ] torchscript", "[-] mpi  unavailable: mpi4py is not installed"]
+        notes = app.query_one("#backend-notes")
+        assert str(notes.render()) == f"mpi: {reason}"   # brackets ('couplescope[mpi]') kept
+        app.query_one("#backends").focus()               # the last field: the form scrolls to the reasons
+        await pilot.pause()
+        assert notes.region.bottom <= app.query_one("#run-bar").region.y
+
+
+async def test_run_button_is_on_screen_at_80x24():
+    app = make_app("--model", "simplenet", load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen.region
+        for widget in ("#run", "#preview"):
+            region = app.query_one(widget).region
+            assert region.height and screen.contains_region(region), (widget, region)
+
+
+def test_legend_fits_one_line_at_120_and_two_at_80():
+    items = [("x warm-up", "orange"), ("━ timed", "white"), ("x profiled", "red"),
+             *[(f"━ {p}", "cyan") for p in ("marshal_in", "h2d", "forward", "d2h", "marshal_out")]]
+    assert len(legend_lines(items, 74, short=True)) == 1          # 120 columns: the plot box is 74 wide
+    assert len(legend_lines(items, 34, short=True)) == 2          # 80 columns
+    assert len(legend_lines(items[:3] + items[3::2], 74)) == 1    # CPU phases: full names fit
+
+
+async def test_legend_widget_shortens_phases_only_when_it_must():
+    app = make_app(load_catalogue=False)
+    items = [("x warm-up", "orange"), ("━ timed", "white"), ("x profiled", "red"),
+             ("━ marshal_in", "cyan"), ("━ forward", "green"), ("━ marshal_out", "blue")]
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.action_show_tab("watch")
+        await pilot.pause()
+        legend = app.query_one(PlotLegend)
+        legend.show(items)
+        await pilot.pause()
+        narrow = str(legend.render())
+        assert legend.content_size.width < 40 and "m_in" in narrow and narrow.count("\n") <= 1
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert str(legend.render()) == "x warm-up ━ timed x profiled ━ marshal_in ━ forward ━ marshal_out"
+
+
+def test_x_ticks_are_whole_iterations_and_include_the_last():
+    ticks, labels = x_ticks(1, 204, 36)
+    assert ticks[0] == 1 and ticks[-1] == 204 and labels == [str(t) for t in ticks]
+    assert 2 <= len(x_ticks(1, 204, 76)[0]) <= 6
+
+
+async def test_help_scrolls_to_its_end_at_80x24():
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box")
+        assert app.focused is box and "scroll" in box.border_subtitle
+        assert box.max_scroll_y > 0                      # more than fits: it must scroll
+        await pilot.press("end")
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y
 
 
 async def test_help_screen_opens_and_closes():

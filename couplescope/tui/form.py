@@ -9,10 +9,15 @@ couplescope.spec.validate — the app never has its own idea of what a run is.
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Grid, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.strip import Strip
 from textual.widgets import Button, Input, Label, Select, SelectionList, Static
+from textual.widgets.option_list import OptionDoesNotExist
 
 from couplescope.errors import UsageError
 from couplescope.spec import BRIDGE_MODELS, DTYPE_CHOICES, LAYOUTS
@@ -24,10 +29,47 @@ NUMBERS = (("iterations", "iterations", "default 10"),
            ("threads", "threads", "torch's own"),
            ("profile_iterations", "profiled", "default 3, 0 = off"))
 SELECTS = ("preset", "model", "device", "dtype", "layout", "bridge_model")
+#: the longest "why not" shown beside a backend's name; the full reason goes under the list
+SHORT_REASON = 32
 
 
-class PickForm(VerticalScroll):
-    """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset."""
+def short_reason(reason: str) -> str:
+    """The first clause of an unavailable reason ("mpi4py is not installed: pip ...")."""
+    head = reason.split(":", 1)[0].strip()
+    return head if len(head) <= SHORT_REASON else head[:SHORT_REASON - 1] + "…"
+
+
+class CheckList(SelectionList):
+    """A SelectionList whose boxes read `[x]` / `[ ]` (`[-]` when unavailable).
+
+    Textual's own toggle button is `▐X▌` drawn in two colours: in a 256-colour tmux or a
+    plain capture a ticked box and an empty one look the same. Characters do not depend
+    on the terminal's colours; the colour only adds to them.
+    """
+
+    def render_line(self, y: int) -> Strip:
+        line = super(SelectionList, self).render_line(y)   # the prompt, as OptionList draws it
+        try:
+            option = self.get_option_at_index(self.scroll_offset.y + y)
+        except OptionDoesNotExist:
+            return line
+        base = next(iter(line)).style or self.rich_style
+        index = Style(meta={"option": self.scroll_offset.y + y})
+        if option.disabled:
+            box, style = "[-]", base + Style(dim=True)
+        elif option.value in self._selected:
+            box, style = "[x]", base + Style(bold=True, color="green")
+        else:
+            box, style = "[ ]", base
+        return Strip([Segment(box, style + index), Segment(" ", base), *line])
+
+
+class PickForm(Vertical):
+    """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset.
+
+    The fields scroll (an 80x24 terminal cannot show them all); the line saying what will
+    run and the Run button stay under them, always visible.
+    """
 
     def __init__(self, args, load_catalogue: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -74,7 +116,7 @@ class PickForm(VerticalScroll):
         self.ready = True   # the message goes on to the app, which logs msg.error
 
     def compose(self) -> ComposeResult:
-        from couplescope import backends, catalogue, presets
+        from couplescope import catalogue, presets
 
         a = self.args
         model_names = catalogue.model_names()
@@ -84,6 +126,15 @@ class PickForm(VerticalScroll):
         if a.preset and a.preset not in preset_names:
             preset_names.append(a.preset)
         chosen = set((a.backend or "").split(",")) - {""}
+        with VerticalScroll(id="pick-fields"):
+            yield from self._fields(a, model_names, preset_names, chosen)
+        with Horizontal(id="run-bar"):
+            yield Button("Run (r)", id="run", variant="success", compact=True)
+            yield Static("", id="preview")
+
+    def _fields(self, a, model_names, preset_names, chosen) -> ComposeResult:
+        from couplescope import backends
+
         with Grid(id="pick-grid"):
             yield Label("preset")
             yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)", compact=True,
@@ -111,11 +162,10 @@ class PickForm(VerticalScroll):
                 value = getattr(a, key)
                 yield Input("" if value is None else str(value), id=key, placeholder=placeholder,
                             type="integer", compact=True)
-        yield Label("backends (space toggles; none = torchscript or the preset's)", classes="section")
-        yield SelectionList(*[(f"{n}", n, n in chosen) for n in backends.names()], id="backends",
-                            compact=True)
-        yield Static("", id="preview")
-        yield Button("Run (r)", id="run", variant="success", compact=True)
+        yield Label(Text("backends ([x] runs; space toggles; none: torchscript or the preset's)"),
+                    classes="section")
+        yield CheckList(*[(n, n, n in chosen) for n in backends.names()], id="backends", compact=True)
+        yield Static("", id="backend-notes")
 
     # -- filled in from the catalogue worker ----------------------------------------------
     def set_catalogue(self, models: dict, backend_status: dict, devices: list[str]) -> None:
@@ -123,12 +173,20 @@ class PickForm(VerticalScroll):
         sel = self.query_one("#backends", SelectionList)
         chosen = set(sel.selected)
         sel.clear_options()
+        notes = Text()
         for name, reason in backend_status.items():
-            short = (reason or "").split(": ")[-1][:60]
-            prompt = name if not reason else f"{name} [dim](unavailable: {short})[/]"
-            sel.add_option((prompt, name, name in chosen))
+            prompt = Text(name)
+            if reason:   # Text, not markup: reasons hold brackets ('couplescope[mpi]')
+                prompt.append(f"  unavailable: {short_reason(reason)}", style="dim")
+                notes.append(f"{name}: ", style="bold")
+                notes.append(f"{reason}\n")
+            sel.add_option((prompt, name, name in chosen and not reason))
             if reason:
                 sel.get_option_at_index(sel.option_count - 1).disabled = True
+        notes.rstrip()
+        self.query_one("#backend-notes", Static).update(notes)
+        self.query_one("#backend-notes", Static).display = bool(notes)
+        sel.tooltip = notes if notes else None
         device = self.query_one("#device", Select)
         current = device.value
         device.set_options([(d, d) for d in devices])
@@ -210,6 +268,11 @@ class PickForm(VerticalScroll):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_preview()
+
+    def on_descendant_focus(self, event) -> None:
+        # the backends list is the last field: show the reasons under it too (80x24)
+        if getattr(event.widget, "id", None) == "backends":
+            self.query_one("#pick-fields").scroll_end(animate=False)
 
     def on_selection_list_selected_changed(self, event) -> None:
         self.refresh_preview()

@@ -17,8 +17,8 @@ from textual_plotext import PlotextPlot
 
 from couplescope import stats
 
-KIND_LABEL = {"warmup": "warm-up call", "timed": "timed call", "profiled": "profiled call"}
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
+KIND_LEGEND = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}
 PHASE_COLORS = {"marshal_in": "cyan", "h2d": "magenta", "forward": "green", "d2h": "yellow",
                 "marshal_out": "blue", "load": "red"}
 MAX_TABLE_ROWS = 500
@@ -37,6 +37,19 @@ def _thin(n: int, limit: int) -> range:
     """Indices of at most `limit` evenly spread points out of n (the last one always)."""
     step = max(1, -(-n // limit))
     return range((n - 1) % step, n, step)
+
+
+def x_ticks(first: int, last: int, width: int) -> tuple[list[int], list[str]]:
+    """Whole-number iteration ticks, few enough that every label (the last too) is drawn.
+
+    plotext's own ticks are fractional (51.8) and it drops the last label when the
+    plot is narrow; about one tick per 10 columns keeps them apart.
+    """
+    count = max(2, min(6, (width - 6) // 10))
+    if last <= first:
+        return [first], [str(first)]
+    ticks = sorted({round(first + (last - first) * i / (count - 1)) for i in range(count)})
+    return ticks, [str(t) for t in ticks]
 
 
 class TimePlot(PlotextPlot):
@@ -102,7 +115,7 @@ class TimePlot(PlotextPlot):
             if sel:
                 plt.plot([p[0] for p in sel], y([p[2] for p in sel], len(names) + 1), marker=marker,
                          color=color)
-                legend.append((f"{marker if marker == 'x' else '━'} {KIND_LABEL[kind]}", color))
+                legend.append((f"{marker if marker == 'x' else '━'} {KIND_LEGEND[kind]}", color))
         for level, name in enumerate(names, 1):
             sel = [p for p in pts if name in p[3]]
             color = PHASE_COLORS.get(name, "gray")
@@ -113,6 +126,7 @@ class TimePlot(PlotextPlot):
             plt.ylim(0, len(names) + 2)
         plt.title(f"time per iteration ({'redacted' if redact else unit})")
         plt.xlabel("iteration")
+        plt.xticks(*x_ticks(pts[0][0], pts[-1][0], self.size.width))
         self.refresh()
         self.post_message(self.LegendChanged(legend))
 
@@ -125,17 +139,58 @@ class TimePlot(PlotextPlot):
 
 
 RICH_COLORS = {"orange": "dark_orange", "gray": "grey50"}
+#: the legend's short phase names, used only when the full ones need more lines
+SHORT_PHASES = {"marshal_in": "m_in", "forward": "fwd", "marshal_out": "m_out"}
+
+
+def legend_lines(items, width: int, short: bool = False) -> list[list[tuple[str, str]]]:
+    """Legend entries packed greedily into lines of `width` cells, one space apart."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for text, color in items:
+        if short:
+            marker, _, name = text.partition(" ")
+            text = f"{marker} {SHORT_PHASES.get(name, name)}"
+        need = len(text) + (1 if lines[-1] else 0)
+        if lines[-1] and used + need > width:
+            lines.append([])
+            used, need = 0, len(text)
+        lines[-1].append((text, color))
+        used += need
+    return lines
 
 
 class PlotLegend(Static):
-    """The time plot's key, one coloured entry per series, wrapped to the width."""
+    """The time plot's key, one coloured entry per series.
+
+    Full phase names when they fit on one line, otherwise the short ones (m_in, fwd,
+    m_out) if they need fewer lines: one line at 120 columns, two at 80.
+    """
 
     def on_mount(self) -> None:
+        self.items: list[tuple[str, str]] = []
         self.update("")
 
     def show(self, items) -> None:
-        self.update("  ".join(f"[{RICH_COLORS.get(c, c)}]{text}[/]" for text, c in items))
+        self.items = list(items)
+        self._redraw()
 
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        width = max(10, self.content_size.width or self.size.width)
+        lines = legend_lines(self.items, width)
+        if len(lines) > 1:
+            short = legend_lines(self.items, width, short=True)
+            lines = short if len(short) < len(lines) else lines
+        text = Text()
+        for i, line in enumerate(lines):
+            if i:
+                text.append("\n")
+            for j, (entry, color) in enumerate(line):
+                text.append((" " if j else "") + entry, style=RICH_COLORS.get(color, color))
+        self.update(text if self.items else "")
 
     def render(self):
         try:
@@ -195,10 +250,38 @@ class IterationsTable(RichLog):
         self.checks.clear()
 
 
+def call_counts(variant) -> str:
+    """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
+    the timed ones are in the statistics (n=), so the two totals must not look alike.
+
+    Counted per iteration, not per record: under MPI every rank reports each iteration.
+    """
+    spec = variant.spec or {}
+    done = {kind: len({it["index"] for it in variant.iterations if it["kind"] == kind})
+            for kind in ("timed", "warmup", "profiled")}
+    expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
+                "profiled": spec.get("profile_iterations")}
+    parts = [f"{done['timed']} timed"] + [
+        f"{done[kind]} {KIND_LEGEND[kind]}" for kind in ("warmup", "profiled")
+        if done[kind] or expected[kind]]
+    total = sum(done.values())
+    planned = sum(v or 0 for v in expected.values()) if expected["timed"] else None
+    return f"{total}/{planned or '?'} calls = " + " + ".join(parts)
+
+
 class StatsPanel(Static):
-    """Running statistics of the timed iterations of the current variant."""
+    """Running statistics of the timed iterations of the current variant.
+
+    Two lines when they fit, otherwise the call counts get a line of their own (80 columns).
+    """
+
+    _shown: tuple = (None, None)
+
+    def on_resize(self) -> None:
+        self.show(*self._shown)
 
     def show(self, variant, expected: int | None) -> None:
+        self._shown = (variant, expected)
         numbers = self.app.numbers
         if variant is None:
             self.update("no run yet: pick a model or preset and press r")
@@ -210,8 +293,12 @@ class StatsPanel(Static):
             f"[red]{failed} FAILED[/]" if failed else "no checks yet")
         status = {"running": "running", "finished": "finished", "failed": "[red]failed[/]",
                   "interrupted": "[yellow]stopped[/]"}.get(variant.status, variant.status)
+        head = f"[b]{variant.name}[/] {status}  {checks}"
+        counts = call_counts(variant)
+        width = self.content_size.width or 80
+        sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
         self.update(
-            f"[b]{variant.name}[/] {status}  {done}/{expected or '?'} iterations  {checks}\n"
+            f"{head}{sep}{counts}\n"
             f"median [b]{numbers.seconds(s['median'])}[/]  IQR {numbers.seconds(s['iqr'])}  "
-            f"min {numbers.seconds(s['min'])}  max {numbers.seconds(s['max'])}  n={s['n']}"
+            f"min {numbers.seconds(s['min'])}  max {numbers.seconds(s['max'])}  n={s['n']} timed"
             + ("  [yellow]noisy[/]" if s["noisy"] and not numbers.redact else ""))
