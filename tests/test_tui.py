@@ -22,7 +22,7 @@ from couplescope.tui.compare import CompareScreen
 from couplescope.tui.help import HelpScreen
 from couplescope.tui.listener import AppListener
 from couplescope.backends.mpi import INSTALL_HINT
-from couplescope.tui.watch import MAX_TABLE_ROWS, PlotLegend, legend_lines, x_ticks
+from couplescope.tui.watch import MAX_TABLE_ROWS, PlotLegend, TimePlot, legend_lines, x_ticks
 from couplescope.tui import messages as m
 
 SIZE = (120, 40)
@@ -317,6 +317,16 @@ async def test_legend_widget_shortens_phases_only_when_it_must():
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert str(legend.render()) == "x warm-up ━ timed x profiled ━ marshal_in ━ forward ━ marshal_out"
+
+
+def test_time_plot_has_one_point_per_mpi_step_the_slowest_rank():
+    plot = TimePlot()
+    evs = [{"kind": kind, "index": i, "rank": r, "seconds": (i + r) * 1e-6, "phases": {}}
+           for kind, n in (("warmup", 1), ("timed", 3)) for i in range(1, n + 1) for r in (0, 1)]
+    plot.add(evs[:5])
+    plot.add(evs[5:])   # a step's ranks may arrive in different batches
+    assert [(p[0], p[1], p[2]) for p in plot.points] == [
+        (1, "warmup", 2e-6), (2, "timed", 2e-6), (3, "timed", 3e-6), (4, "timed", 4e-6)]
 
 
 def test_x_ticks_are_whole_iterations_and_include_the_last():

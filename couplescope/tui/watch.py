@@ -59,17 +59,29 @@ class TimePlot(PlotextPlot):
         super().__init__(**kwargs)
         self.points: list[tuple[int, str, float, dict]] = []   # (seq, kind, seconds, phases)
         self.variant = ""
+        self._where: dict = {}   # (kind, index) -> position in points, for MPI ranks
         self._dirty = False
         self._last_draw = 0.0
 
     def reset(self, variant: str) -> None:
-        self.points, self.variant = [], variant
+        self.points, self.variant, self._where = [], variant, {}
         self._dirty = True
         self.draw(force=True)
 
     def add(self, evs: list[dict]) -> None:
+        """One point per call; under MPI every rank reports each call, and the point is the
+        slowest rank's record (the step time, as in VariantResult.steps)."""
+        where = self._where
         for ev in evs:
-            self.points.append((len(self.points) + 1, ev["kind"], ev["seconds"], ev.get("phases") or {}))
+            point = (ev["kind"], ev["seconds"], ev.get("phases") or {})
+            key = (ev["kind"], ev.get("index")) if ev.get("rank") is not None else None
+            at = where.get(key) if key else None
+            if at is None:
+                if key:
+                    where[key] = len(self.points)
+                self.points.append((len(self.points) + 1, *point))
+            elif ev["seconds"] > self.points[at][2]:
+                self.points[at] = (self.points[at][0], *point)
         self._dirty = True
 
     def draw(self, force: bool = False) -> None:
