@@ -148,6 +148,10 @@ def test_unknown_preset_key(cli, tmp_path):
 def save_torchscript(path, module, example):
     import torch
 
+    torch.manual_seed(0)
+    for p in module.parameters():  # deterministic weights: a failure must reproduce
+        torch.nn.init.uniform_(p, -0.5, 0.5)
+
     torch.jit.save(torch.jit.trace(module, example), str(path))
 
 
