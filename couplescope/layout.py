@@ -47,6 +47,24 @@ def flat_memory(array: np.ndarray) -> np.ndarray:
     return array.ravel(order="K")
 
 
+class HostTensors:
+    """`wrap(name, array)`: a tensor over the host memory of `array`, no copy, FTorch strides.
+
+    Strides depend only on shapes, so they are computed once per array name, as a host
+    code would; each call then costs a from_numpy and an as_strided (the marshal-in a
+    direct coupling pays). Shared by every backend that hands host memory to libtorch.
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray], layout: str) -> None:
+        import torch
+
+        self._from_numpy = torch.from_numpy
+        self.strides = {name: strides_for(a, layout) for name, a in arrays.items()}
+
+    def __call__(self, name: str, array: np.ndarray):
+        return self._from_numpy(flat_memory(array)).as_strided(array.shape, self.strides[name])
+
+
 def numpy_view(array: np.ndarray, layout: str) -> np.ndarray:
     """A no-copy numpy view of the host memory in the given order (forpy's
     ndarray_create_nocopy): correct for "fortran", transposing for "c"."""

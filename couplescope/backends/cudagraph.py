@@ -35,7 +35,7 @@ import re
 
 from couplescope.coupling import BackendBase, Coupling
 from couplescope.errors import UsageError
-from couplescope.layout import flat_memory, strides_for
+from couplescope.layout import HostTensors
 
 #: eager runs on the side stream before capture (PyTorch's examples use 3). The TorchScript
 #: profiling executor specialises on its first runs; capture must see the settled plan.
@@ -103,15 +103,11 @@ class CudaGraphCoupling(Coupling):
         self.torch = torch
         self.device = torch.device(ctx.device)
         layout = ctx.spec.layout
-        self.strides = {name: strides_for(a, layout) for name, a in {**ctx.arrays, **ctx.outputs}.items()}
+        self.wrap = HostTensors({**ctx.arrays, **ctx.outputs}, layout)
         self.copies = DeviceCopies(ctx.device, ctx.spec.pinned)
         self.model_name = getattr(ctx.workload, "name", "") or ctx.spec.model
         self.module = None
         self.graphs: list[CallGraph] = []
-
-    def wrap(self, name, array):
-        """A tensor over the host memory of `array`: no copy, FTorch strides."""
-        return self.torch.from_numpy(flat_memory(array)).as_strided(array.shape, self.strides[name])
 
     def load(self) -> None:
         """Load the TorchScript module onto the device, warm it up and capture each call."""

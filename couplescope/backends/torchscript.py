@@ -12,7 +12,7 @@ couplescope.transfer and docs/gpu.md.
 from __future__ import annotations
 
 from couplescope.coupling import BackendBase, Coupling
-from couplescope.layout import flat_memory, strides_for
+from couplescope.layout import HostTensors
 
 
 class TorchScriptCoupling(Coupling):
@@ -22,8 +22,7 @@ class TorchScriptCoupling(Coupling):
 
         self.torch = torch
         layout = ctx.spec.layout
-        # Strides depend only on shapes: compute them once, as a host code would.
-        self.strides = {name: strides_for(a, layout) for name, a in {**ctx.arrays, **ctx.outputs}.items()}
+        self.wrap = HostTensors({**ctx.arrays, **ctx.outputs}, layout)
         self.on_gpu = ctx.device.startswith("cuda")
         self.copies = self.staging = None
         if self.on_gpu:
@@ -32,10 +31,6 @@ class TorchScriptCoupling(Coupling):
             self.copies = DeviceCopies(ctx.device, ctx.spec.pinned)
             self.staging = {n: self.copies.staging_for(self.wrap(n, a)) for n, a in ctx.outputs.items()}
         self.module = None
-
-    def wrap(self, name, array):
-        """A tensor over the host memory of `array`: no copy, FTorch strides."""
-        return self.torch.from_numpy(flat_memory(array)).as_strided(array.shape, self.strides[name])
 
     def load(self) -> None:
         self.module = self.torch.jit.load(self.ctx.torchscript_path, map_location=self.ctx.device)
