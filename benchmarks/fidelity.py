@@ -24,8 +24,8 @@ import torch
 import torch.utils.benchmark as tub
 
 import couplescope
-from couplescope import catalogue
-from couplescope.layout import flat_memory, strides_for
+from couplescope.workloads import catalogue
+from couplescope.backends.host_memory import flat_memory, strides_for
 
 
 def couplescope_forward(model: str, size: int, iterations: int, threads: int) -> float:

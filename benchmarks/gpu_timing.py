@@ -25,9 +25,10 @@ from time import perf_counter
 
 import torch
 
-from couplescope import devices
-from couplescope.engine import Prepared
-from couplescope.spec import RunSpec
+from couplescope import backends
+from couplescope.backends import devices
+from couplescope.protocol.spec import RunSpec
+from couplescope.worker.engine import Prepared, prepare
 
 
 def idle_sync_cost(n: int = 2000) -> float:
@@ -65,7 +66,7 @@ def event_forward(prepared: Prepared, calls: int) -> float:
 
 def compare(model: str, size: int, backend: str, device: str, calls: int, tmpdir: str) -> str:
     spec = RunSpec(model=model, size=size, backend=backend, device=device, profile_iterations=0)
-    prepared = Prepared(spec, tmpdir)
+    prepared = prepare(spec, backends.get(spec.backend), tmpdir)
     coupling, clock = prepared.coupling, prepared.clock
     sync = clock.sync
     coupling.load()

@@ -19,9 +19,11 @@ import argparse
 import os
 import time
 
-from couplescope import backends, format as fmt
-from couplescope.session import Listener, Session
-from couplescope.spec import RunSpec
+from couplescope import backends
+from couplescope.core import pipeline, request
+from couplescope.frontends import format as fmt
+from couplescope.protocol.listener import Listener
+from couplescope.protocol.spec import RunSpec
 
 
 class FirstEvent(Listener):
@@ -65,7 +67,8 @@ def main() -> int:
         # alternate the order so neither always runs on a warmer machine
         order = [single, single1, ranks] if repeat % 2 == 0 else [ranks, single1, single]
         timer = FirstEvent()
-        builder = Session(order, [timer], title="mpi-scaling").run()
+        req = request.from_specs(order, title="mpi-scaling", telemetry_hz=0)
+        builder = pipeline.run(req, [timer]).builder
         builders.append(builder)
         for spec in order:
             v = builder.variants[spec.label]

@@ -17,9 +17,9 @@ import argparse
 import statistics
 import sys
 
-from couplescope import format as fmt
-from couplescope.api import run
-from couplescope.spec import RunSpec
+from couplescope.frontends import format as fmt
+from couplescope.frontends.api import run
+from couplescope.protocol.spec import RunSpec
 
 
 def specs(iterations: int, size: int, profile: int, repeats: int) -> list[RunSpec]:

@@ -21,12 +21,12 @@ import subprocess
 import sys
 import time
 
-from couplescope import events
-from couplescope.gpu_telemetry import GpuProbe
-from couplescope.session import Session
-from couplescope.spec import RunSpec
-from couplescope.telemetry import SamplerThread, TelemetryListener, TreeSampler
-from couplescope.telemetry_record import TelemetryRecord
+from couplescope.protocol import events
+from couplescope.core.telemetry.gpu import GpuProbe
+from couplescope.core import pipeline, request
+from couplescope.protocol.spec import RunSpec
+from couplescope.core.telemetry.sampler import SamplerThread, TreeSampler
+from couplescope.results.telemetry import TelemetryRecord
 
 BUSY = """
 import threading, time
@@ -49,7 +49,7 @@ def sampler_cost(hz: float, seconds: float, gpu: GpuProbe) -> dict:
     sizes = []
 
     def deliver(sample):
-        ev = events.make("telemetry", variant="bench", sample=sample)
+        ev = events.make("telemetry", "bench", sample=sample)
         sizes.append(len(events.dumps(ev)))
         record.add(ev)
     try:
@@ -70,8 +70,7 @@ def sampler_cost(hz: float, seconds: float, gpu: GpuProbe) -> dict:
 
 
 def run_median(spec: RunSpec, hz: float) -> float:
-    listeners = [TelemetryListener(hz)] if hz > 0 else []
-    builder = Session([spec], listeners).run()
+    builder = pipeline.run(request.from_specs([spec], telemetry_hz=hz)).builder
     v = builder.variants[spec.label]
     if v.status != "finished":
         raise SystemExit(f"benchmark run failed: {v.error}")

@@ -23,11 +23,11 @@ import sys
 import tempfile
 import time
 
-from couplescope.cli import build_parser, build_specs, validate_all
-from couplescope.export.run_dir import RunDirectoryExporter
-from couplescope.headless import HeadlessPrinter
-from couplescope.pipeline import optional_listeners
-from couplescope.session import Session
+from dataclasses import replace
+
+from couplescope.core import pipeline, request
+from couplescope.frontends.cli.parser import build_parser, options_from
+from couplescope.frontends.cli.printer import HeadlessPrinter
 
 WORKLOADS = {
     "cgdrag-1024": ["--model", "cgdrag", "--size", "1024", "--iterations", "15", "--warmup", "2"],
@@ -42,23 +42,19 @@ def headless_median(argv) -> tuple[float, int, float]:
     headless printer instead of the app. Without the exporter the comparison would mix in
     what --export itself costs (measured: simplenet's median is ~5% lower with it)."""
     cpu0 = time.process_time()
-    args = build_parser().parse_args(argv)
-    title, specs = build_specs(args)
-    validate_all(specs)
+    req = request.build(options_from(build_parser().parse_args(argv)))
     with open(os.devnull, "w") as null, tempfile.TemporaryDirectory() as staging:
-        printer = HeadlessPrinter(len(specs), out=null, err=null)
-        exporter = RunDirectoryExporter(staging, title)
-        session = Session(specs, [exporter, *optional_listeners(args, exporter), printer], title=title)
-        builder = session.run()
+        printer = HeadlessPrinter(len(req.specs), out=null, err=null)
+        builder = pipeline.run(replace(req, export=staging), [printer]).builder
         printer.close()
     v = next(iter(builder.variants.values()))
     return v.stats()["median"], len(v.timed), time.process_time() - cpu0
 
 
 async def _app_run(argv) -> tuple[float, int, int, float]:
-    from couplescope.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.app import CoupleScopeApp
 
-    app = CoupleScopeApp(build_parser().parse_args(argv))
+    app = CoupleScopeApp(options_from(build_parser().parse_args(argv)))
     async with app.run_test(size=(120, 40)) as pilot:
         while not app.catalogue_ready:       # as a user would: the app is up before r
             await asyncio.sleep(0.1)

@@ -5,9 +5,13 @@ The library API (importing it does not import torch or textual):
     couplescope.run(specs)   measure them in worker processes; returns the results document
     couplescope.load_preset(name, **overrides) -> list[RunSpec]
     couplescope.UsageError   raised for bad input
+
+The package is layered by where code runs (docs/architecture.md): protocol, workloads,
+backends, results, export, core | worker, frontends. Nothing inside those layers
+imports this module, so the names above are resolved lazily.
 """
 
-__version__ = "0.1.0"
+from couplescope.protocol import __version__
 
 
 def _map_source_tree_folders() -> None:
@@ -36,8 +40,20 @@ def _map_source_tree_folders() -> None:
 
 _map_source_tree_folders()
 
-from couplescope.api import load_preset, run  # noqa: E402
-from couplescope.errors import UsageError  # noqa: E402
-from couplescope.spec import RunSpec  # noqa: E402
-
 __all__ = ["RunSpec", "run", "load_preset", "UsageError", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("run", "load_preset"):
+        from couplescope.frontends import api
+
+        return getattr(api, name)
+    if name == "RunSpec":
+        from couplescope.protocol.spec import RunSpec
+
+        return RunSpec
+    if name == "UsageError":
+        from couplescope.protocol.errors import UsageError
+
+        return UsageError
+    raise AttributeError(f"module 'couplescope' has no attribute {name!r}")

@@ -2,6 +2,6 @@
 
 import sys
 
-from couplescope.cli import main
+from couplescope.frontends.command import main
 
 sys.exit(main())

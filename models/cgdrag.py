@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workload import Call, Workload, fortran_array, numpy_dtype, torch_dtype
+from couplescope.workloads.base import Call, Workload, fortran_array, numpy_dtype, torch_dtype
 
 NLEV = 40
 #: host-array magnitudes: wind in m/s, latitude in degrees, surface pressure in hPa

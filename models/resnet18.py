@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workload import Workload, fortran_array, numpy_dtype, torch_dtype
+from couplescope.workloads.base import Workload, fortran_array, numpy_dtype, torch_dtype
 
 
 class BasicBlock(nn.Module):

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workload import Workload, fortran_array, numpy_dtype
+from couplescope.workloads.base import Workload, fortran_array, numpy_dtype
 
 
 class SimpleNet(nn.Module):

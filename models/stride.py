@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workload import Workload, fortran_array, max_relative_error, numpy_dtype
+from couplescope.workloads.base import Workload, fortran_array, max_relative_error, numpy_dtype
 
 
 class StrideNet(nn.Module):

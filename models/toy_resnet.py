@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workload import Workload, fortran_array, numpy_dtype, torch_dtype
+from couplescope.workloads.base import Workload, fortran_array, numpy_dtype, torch_dtype
 
 MIN_R = 13  # (R - 4) // 3 - 2 >= 1
 

@@ -1,18 +1,16 @@
 """The coupling backends, registered by name and listed without importing them.
 
-A backend is one module here plus one line in REGISTRY. Its module must import
-cheaply (no torch at import time) and define `BACKEND`, an object with:
-  name, summary
-  unavailable(spec=None) -> str | None   why it cannot run here (None: it can)
-  open(context) -> Coupling              (in the worker) see couplescope/coupling.py
-  command(spec, worker_cmd) -> list[str] optional: how to launch the worker (MPI)
+A backend is one module here plus one line in REGISTRY. Its module must import cheaply
+(no torch at import time) and define `BACKEND`, an instance of a
+couplescope.backends.base.Backend subclass; that module documents every hook.
+docs/architecture.md walks through adding one.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from couplescope.errors import UsageError, choices_text
+from couplescope.protocol.errors import UsageError, choices_text
 
 #: name -> (module, one-line summary). Order is the order `--list` shows.
 REGISTRY = {
@@ -37,6 +35,7 @@ def check_name(name: str) -> None:
 
 
 def get(name: str):
+    """The registry object of backend `name` (imports its module, which is cheap)."""
     check_name(name)
     return importlib.import_module(REGISTRY[name][0]).BACKEND
 
@@ -55,10 +54,4 @@ def check_available(spec) -> None:
     reason = unavailable(spec.backend, spec)
     if reason:
         raise UsageError(f"backend '{spec.backend}' is unavailable: {reason}")
-    if spec.backend != "mpi" and spec.device != "cpu":
-        from couplescope.devices import available, cuda_unavailable_reason
-
-        reason = cuda_unavailable_reason(spec.device)
-        if reason:
-            raise UsageError(f"device '{spec.device}' is unavailable: {reason}; "
-                             f"devices here: {', '.join(available())}")
+    get(spec.backend).check_device(spec)

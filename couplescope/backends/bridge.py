@@ -11,38 +11,15 @@ overhead. The contract is documented in docs/bridge.md.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 
-from couplescope.coupling import BackendBase, Coupling
-from couplescope.errors import UsageError
-from couplescope.layout import numpy_view
+from couplescope.backends.base import Backend, Coupling
+from couplescope.backends.host_memory import numpy_view
+from couplescope.protocol.errors import UsageError
+from couplescope.workloads.bridge_contract import check_contract, import_by_path
 
-BUILTIN_MODULE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "bridge_module.py")
-CONTRACT = ("initialize", "compute")
-
-
-def import_by_path(path: str, unique: str):
-    """Import a module from a file path, as forpy's import_py does with sys.path."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if folder not in sys.path:  # as forpy's paths_insert: the module may import its neighbours
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(unique, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[unique] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def check_contract(module, path: str, function: str = "compute") -> None:
-    needed = ("initialize", function)
-    missing = [f for f in needed if not callable(getattr(module, f, None))]
-    if missing:
-        raise UsageError(f"bridge module {path} lacks the contract function(s) {', '.join(missing)}; "
-                         "it must define initialize(config) and compute(inputs, output) (see docs/bridge.md)")
+#: the module couplescope's own models are called through (forpy's side of the bridge)
+BUILTIN_MODULE = os.path.join(os.path.dirname(__file__), "bridge_module.py")
 
 
 class BridgeCoupling(Coupling):
@@ -83,13 +60,27 @@ class BridgeCoupling(Coupling):
                 self.output_error = f"compute could not write the output: {exc}"
 
 
-class BridgeBackend(BackendBase):
+class BridgeBackend(Backend):
     name = "bridge"
     summary = "embedded Python as forpy does it"
+    reads = ("bridge_model",)
+    model_kinds = ("catalogue", "torchscript-file", "bridge-module")
 
-    @property
-    def needs_torchscript(self):  # only when the module loads a TorchScript file
-        return True
+    def validate(self, spec) -> None:
+        super().validate(spec)
+        if spec.model.endswith((".pt", ".pth")) and spec.bridge_model == "eager":
+            raise UsageError(f"{spec.model} is TorchScript: the bridge runs it with --bridge-model "
+                             "torchscript, not eager")
+
+    def label_parts(self, spec) -> list[str]:
+        return [spec.bridge_model]
+
+    def describe(self, spec) -> list[str]:
+        return [f"bridge model {spec.bridge_model}"]
+
+    def needs_torchscript(self, spec) -> bool:
+        """The built-in module loads a TorchScript file; a user's module runs its own Python."""
+        return spec.bridge_model == "torchscript" and not spec.model.endswith(".py")
 
     def open(self, ctx):
         return BridgeCoupling(ctx)

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import re
 
-from couplescope.coupling import BackendBase, Coupling
-from couplescope.errors import UsageError
-from couplescope.layout import HostTensors
+from couplescope.backends.base import Backend, Coupling
+from couplescope.backends.host_memory import HostTensors
+from couplescope.protocol.errors import UsageError
 
 #: eager runs on the side stream before capture (PyTorch's examples use 3). The TorchScript
 #: profiling executor specialises on its first runs; capture must see the settled plan.
@@ -98,7 +98,7 @@ class CudaGraphCoupling(Coupling):
         super().__init__(ctx)
         import torch
 
-        from couplescope.transfer import DeviceCopies
+        from couplescope.backends.transfer import DeviceCopies
 
         self.torch = torch
         self.device = torch.device(ctx.device)
@@ -184,10 +184,13 @@ class CudaGraphCoupling(Coupling):
         self.module = None
 
 
-class CudaGraphBackend(BackendBase):
+class CudaGraphBackend(Backend):
     name = "cudagraph"
     summary = "CUDA Graph capture of forward, replayed each iteration"
-    needs_torchscript = True
+    launches_one_graph = True
+
+    def needs_torchscript(self, spec) -> bool:
+        return True
 
     def unavailable(self, spec=None):
         """"needs a CUDA device: ..." without CUDA; with CUDA, refuses --device cpu.
@@ -195,7 +198,7 @@ class CudaGraphBackend(BackendBase):
         A cpu device is refused rather than silently switched to cuda: the spec (and so
         results.json and the variant's label) must say where the run really ran.
         """
-        from couplescope.devices import cuda_unavailable_reason
+        from couplescope.backends.devices import cuda_unavailable_reason
 
         on_cuda = spec is not None and spec.device.startswith("cuda")
         reason = cuda_unavailable_reason(spec.device if on_cuda else "cuda")

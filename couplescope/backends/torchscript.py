@@ -11,8 +11,8 @@ couplescope.transfer and docs/gpu.md.
 
 from __future__ import annotations
 
-from couplescope.coupling import BackendBase, Coupling
-from couplescope.layout import HostTensors
+from couplescope.backends.base import Backend, Coupling
+from couplescope.backends.host_memory import HostTensors
 
 
 class TorchScriptCoupling(Coupling):
@@ -26,7 +26,7 @@ class TorchScriptCoupling(Coupling):
         self.on_gpu = ctx.device.startswith("cuda")
         self.copies = self.staging = None
         if self.on_gpu:
-            from couplescope.transfer import DeviceCopies
+            from couplescope.backends.transfer import DeviceCopies
 
             self.copies = DeviceCopies(ctx.device, ctx.spec.pinned)
             self.staging = {n: self.copies.staging_for(self.wrap(n, a)) for n, a in ctx.outputs.items()}
@@ -77,10 +77,12 @@ class TorchScriptCoupling(Coupling):
             copies.to_host(output, result, self.staging[call.output])
 
 
-class TorchScriptBackend(BackendBase):
+class TorchScriptBackend(Backend):
     name = "torchscript"
     summary = "direct coupling as FTorch does it"
-    needs_torchscript = True
+
+    def needs_torchscript(self, spec) -> bool:
+        return True
 
     def open(self, ctx):
         return TorchScriptCoupling(ctx)

@@ -13,9 +13,9 @@ import os
 import re
 import time
 
-from couplescope import events
-from couplescope.errors import UsageError
-from couplescope.session import Listener
+from couplescope.protocol import events
+from couplescope.protocol.errors import UsageError
+from couplescope.protocol.listener import Listener
 
 DEFAULT_PARENT = "couplescope-runs"
 

@@ -20,11 +20,11 @@ import tempfile
 import time
 import urllib.request
 
-from couplescope.errors import UsageError
+from couplescope.protocol.contract import TRACE_SUFFIXES
+from couplescope.protocol.errors import UsageError
 
 HOST = "127.0.0.1"
 INSTALL = "pip install tensorboard torch-tb-profiler"
-TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 STARTUP_SECONDS = 60.0
 
 

@@ -25,10 +25,10 @@ import re
 import shutil
 import tempfile
 
-from couplescope import events
-from couplescope.errors import UsageError
-from couplescope.profiling import TRACE_DIR_ENV, TRACE_SUFFIXES
-from couplescope.session import Listener
+from couplescope.protocol import events
+from couplescope.protocol.contract import TRACE_DIR_ENV, TRACE_SUFFIXES
+from couplescope.protocol.errors import UsageError
+from couplescope.protocol.listener import Listener
 
 TRACES = "traces"
 
@@ -68,7 +68,7 @@ class ScalarWriter:
 
     def telemetry(self, ev: dict) -> None:
         """A telemetry sample: the series of results.json's timeline, under telemetry/."""
-        from couplescope.telemetry_record import scalar_series
+        from couplescope.results.telemetry import scalar_series
 
         self.samples += 1
         values = scalar_series(ev.get("sample") or {})
@@ -162,24 +162,13 @@ class TraceListener(Listener):
                 shutil.move(os.path.join(source, name), os.path.join(target, name))
                 moved.append(os.path.join(target, name))
         shutil.rmtree(source, ignore_errors=True)
-        if not moved:
-            return
-        self._record(label, target, moved)
-        for path in moved:
-            self._emit("trace_written", label, path=path)
-
-    def _record(self, label: str, target: str, moved: list[str]) -> None:
-        """Say in results.json where the variant's trace went (relative to the run directory)."""
-        if self.session is None or label not in self.session.builder.variants:
-            return
-        summary = self.session.builder.variants[label].summary
-        profile = summary.setdefault("profile", {})
-        profile["trace_dir"] = os.path.relpath(target, self.exporter.path)
-        profile["trace_files"] = [os.path.relpath(p, self.exporter.path) for p in moved]
+        for path in moved:   # results.json learns where they went from these events alone
+            self._emit("trace_written", label, path=path,
+                       relative_path=os.path.relpath(path, self.exporter.path))
 
     def _emit(self, kind: str, label: str, **fields) -> None:
         if self.session is not None:
-            self.session.emit(events.make(kind, variant=label, **fields))
+            self.session.emit(events.make(kind, label, **fields))
 
     def session_done(self, builder) -> None:
         for writer in self._writers.values():

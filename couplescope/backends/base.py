@@ -1,0 +1,243 @@
+"""The backend contract: every hook a backend may implement, with the defaults.
+
+A backend is one module in couplescope/backends/ defining `BACKEND`, an instance of a
+`Backend` subclass, plus one line in `couplescope.backends.REGISTRY`. The same object
+serves both sides of a run:
+
+  parent (cheap: no torch at import or in these hooks, so --list and validation stay fast)
+    unavailable, validate, label_parts, describe, needs_torchscript, coupling_backend,
+    processes, placement_known, command, env, crash_reason
+  worker
+    team   the processes that measure a variant together (one by default; mpi: ranks)
+    open   the Coupling that makes one iteration's calls
+
+The engine owns the loop, the checks and the events; a Coupling only knows how to
+load the model once and make one iteration's calls, timing each phase with the phase
+clock (couplescope.backends.clock). Nothing outside a backend's module asks which
+backend it is: where behaviour differs, there is a hook here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from couplescope.protocol import events
+from couplescope.protocol.contract import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from couplescope.protocol.errors import UsageError
+
+
+@dataclass
+class CouplingContext:
+    """Everything a backend needs to build its Coupling in the worker."""
+
+    spec: object                      # RunSpec
+    workload: object                  # Workload
+    size: int
+    dtype: str
+    arrays: dict                      # host inputs by name: numpy arrays, column-major
+    outputs: dict                     # host outputs by name, preallocated, column-major
+    calls: list                       # list[Call]: what each iteration calls
+    torchscript_path: str | None      # the saved TorchScript file (None if not needed)
+    clock: object                     # PhaseClock
+    device: str = "cpu"
+    extra: dict = field(default_factory=dict)
+
+
+class Coupling:
+    """One backend's way of calling the model. Subclasses implement load() and call()."""
+
+    def __init__(self, ctx: CouplingContext) -> None:
+        self.ctx = ctx
+        #: set by call() when the model's output could not be written (wrong shape ...)
+        self.output_error: str | None = None
+
+    def load(self) -> None:
+        """Load the model once (timed as load_seconds; inside every call with reload)."""
+        raise NotImplementedError
+
+    def call(self) -> None:
+        """Make one iteration's calls, writing into ctx.outputs and timing phases."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Team:
+    """The processes that measure one variant together, and how their events leave.
+
+    This default is one process: events go straight to the event stream and a stage is
+    just a call. A backend that starts several processes (mpi) returns a subclass whose
+    ranks exchange events and outcomes at every stage, so that they all stop together
+    when one fails. The engine calls these hooks at fixed points of its one loop and
+    knows nothing more of the processes than `rank` and `world`.
+    """
+
+    rank = 0
+    world = 1
+    #: distributedInfo's "backend" in traces (HolisticTraceAnalysis reads it)
+    distributed_backend = "none"
+
+    def __init__(self, spec, write) -> None:
+        self.spec = spec
+        self._write = write
+        self.variant = spec.label
+
+    # -- events ------------------------------------------------------------------------
+    def emit(self, event: str, **fields) -> None:
+        """An event of this process (iterations, its diagnostics)."""
+        self._write(events.make(event, self.variant, **fields))
+
+    def now(self, event: str, **fields) -> None:
+        """An event of the variant as a whole, written once."""
+        self._write(events.make(event, self.variant, **fields))
+
+    def flush(self) -> None:
+        """Write whatever events are still buffered (the run is ending)."""
+        self._write.flush()
+
+    # -- the loop's fixed points ---------------------------------------------------------
+    def begin(self) -> None:
+        """Before anything is reported: set torch's threads."""
+        if self.spec.threads:
+            import torch
+
+            torch.set_num_threads(self.spec.threads)
+
+    def environment(self) -> dict:
+        """What run_started's environment adds for this kind of team."""
+        return {}
+
+    def stage(self, work, share: bool = False):
+        """Run `work` (on every process); with share=True return every process's result."""
+        value = work()
+        return [value] if share else value
+
+    def place(self) -> dict:
+        """Where this process runs: at least {"device": ...} (the spec's device here)."""
+        return {"device": self.spec.device}
+
+    def placed(self, placements: list[dict]) -> None:
+        """Every process's placement is known (a team may warn about it)."""
+
+    def arrays_ready(self, inputs: dict, outputs: dict) -> None:
+        """This process's host arrays exist (the arrays the coupling reads and writes)."""
+
+    def loaded(self) -> None:
+        """The model is loaded everywhere and model_loaded was written."""
+
+    def after_iteration(self, kind: str, index: int) -> None:
+        """Called after every iteration's event, outside the timed region."""
+
+    def summary(self, summaries: list[dict], placements: list[dict], loads: list[float]) -> dict:
+        """variant_finished's summary from every process's own."""
+        return dict(summaries[0])
+
+    def failed(self, exc: BaseException) -> int:
+        """Report what ended the variant early; return the worker's exit code."""
+        if isinstance(exc, UsageError):
+            self.now("variant_failed", reason=first_line(exc), kind="usage", traceback="")
+            return EXIT_USAGE
+        if isinstance(exc, KeyboardInterrupt):
+            self.now("variant_failed", reason="interrupted", kind="interrupted", traceback="")
+            return EXIT_INTERRUPTED
+        if isinstance(exc, Exception):
+            import traceback
+
+            self.now("variant_failed", reason=first_line(exc), kind="error",
+                     traceback="".join(traceback.format_exception(exc)))
+            return EXIT_FAILED
+        raise exc
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Backend:
+    """A backend's registry object. Override what differs; every hook is documented here."""
+
+    name = ""
+    summary = ""
+    #: RunSpec fields this backend reads beyond those every backend reads: an option the
+    #: user set that no variant's backend reads is refused rather than silently ignored
+    reads: tuple[str, ...] = ()
+    #: the kinds of --model it runs (couplescope.workloads.catalogue.KINDS)
+    model_kinds: tuple[str, ...] = ("catalogue", "torchscript-file")
+    #: forward is one graph launch (CUDA Graph replay): a GPU idle between calls is not a
+    #: sign of a launch-bound run, so the launch-bound diagnostic stays silent
+    launches_one_graph = False
+
+    # -- parent side ---------------------------------------------------------------------
+    def unavailable(self, spec=None) -> str | None:
+        """Why it cannot run here (for `spec`, if given), in one line; None when it can."""
+        return None
+
+    def validate(self, spec) -> None:
+        """Raise UsageError for a spec this backend cannot run (it is also called in the
+        worker, so a spec that skipped validation is refused the same way)."""
+        from couplescope.workloads.catalogue import kind
+
+        model_kind = kind(spec.model)
+        if model_kind not in self.model_kinds:
+            if model_kind == "bridge-module":
+                raise UsageError(f"{spec.model} is a bridge module: run it with --backend bridge")
+            raise UsageError(f"{spec.model} is a {model_kind.replace('-', ' ')}; backend '{self.name}' "
+                             f"runs {', '.join(k.replace('-', ' ') for k in self.model_kinds)}s")
+
+    def check_device(self, spec) -> None:
+        """Raise UsageError when the spec's device cannot be used here (in the parent)."""
+        if spec.device == "cpu":
+            return
+        from couplescope.backends.devices import available, cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason(spec.device)
+        if reason:
+            raise UsageError(f"device '{spec.device}' is unavailable: {reason}; "
+                             f"devices here: {', '.join(available())}")
+
+    def label_parts(self, spec) -> list[str]:
+        """Words after the backend's name in a variant's default name."""
+        return []
+
+    def describe(self, spec) -> list[str]:
+        """Words after the backend's name in a variant's heading ("bridge model eager")."""
+        return []
+
+    def coupling_backend(self, spec) -> "Backend":
+        """The backend whose Coupling each worker process runs (mpi: its inner backend)."""
+        return self
+
+    def needs_torchscript(self, spec) -> bool:
+        """Whether the engine saves the model as TorchScript before opening the coupling."""
+        return False
+
+    def processes(self, spec) -> int:
+        """How many worker processes (ranks) the launch starts."""
+        return 1
+
+    def placement_known(self, spec) -> bool:
+        """Whether the parent knows which cores the processes run on (not on other nodes)."""
+        return True
+
+    def command(self, spec, worker_cmd: list[str]) -> list[str]:
+        """The command that starts the worker(s); a launcher wraps the worker's own."""
+        return worker_cmd
+
+    def env(self, spec) -> dict:
+        """Environment variables the launch needs (Open MPI as root); none by default."""
+        return {}
+
+    def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
+        """One line for a launch that died without an event; None: the generic one."""
+        return None
+
+    # -- worker side ---------------------------------------------------------------------
+    def team(self, spec, write) -> Team:
+        """The processes that measure a variant together (`write` is the event stream)."""
+        return Team(spec, write)
+
+    def open(self, ctx: CouplingContext) -> Coupling:
+        """The Coupling that makes one iteration's calls (in the worker, once per process)."""
+        raise NotImplementedError

@@ -1,0 +1,49 @@
+"""The bridge module couplescope's built-in models are called through (forpy's side).
+
+It follows the bridge contract (docs/bridge.md) and doubles as its example: the host
+imports this file by path, calls `initialize(config)` once and `compute(inputs, output)`
+by name every call, with no-copy, Fortran-ordered numpy views of its memory. The phases
+are timed with `config["phase"]`, a context manager factory that the host supplies.
+
+This file is imported by path, so it must not rely on being part of a package.
+"""
+
+import torch
+
+_model = None
+_phase = None
+_device = "cpu"
+
+
+def initialize(config):
+    """Build the eager model ("Python runtime") or load the TorchScript file, once."""
+    global _model, _phase, _device
+    _phase = config["phase"]
+    _device = config["device"]
+    if config["threads"]:
+        torch.set_num_threads(int(config["threads"]))
+    if config["bridge_model"] == "torchscript":
+        _model = torch.jit.load(config["torchscript_path"], map_location=_device)
+    else:
+        from couplescope.workloads import catalogue
+
+        workload = catalogue.load(config["model"])
+        _model = workload.build(config["size"], config["dtype"], config["seed"]).to(_device)
+    _model.eval()
+
+
+def compute(inputs, output):
+    """Convert the host views to tensors, run the model, assign into the host view."""
+    with _phase("marshal_in"):
+        tensors = [torch.from_numpy(a) for a in inputs]
+    if _device != "cpu":
+        with _phase("h2d"):
+            tensors = [t.to(_device) for t in tensors]
+    with _phase("forward"):
+        with torch.no_grad():
+            result = _model(*tensors)
+    if _device != "cpu":
+        with _phase("d2h"):
+            result = result.cpu()
+    with _phase("marshal_out"):
+        output[...] = result.numpy()  # in place: a rebinding would never reach host memory

@@ -1,0 +1,66 @@
+"""The phase clock every backend times its calls with, and the phase names.
+
+Keeping the clock here (not in each backend) means every backend's phases mean the
+same thing and the profiler's `record_function` ranges carry the same names. Bridge
+modules receive it as config["phase"].
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+#: Phase names, in the order they happen. Backends use these and nothing else.
+PHASES = ("load", "marshal_in", "h2d", "forward", "d2h", "marshal_out")
+RANGE_PREFIX = "couplescope/"
+
+
+class PhaseClock:
+    """`with clock("forward"): ...` adds the wall time of the block to phases["forward"].
+
+    Accumulates (cgdrag makes two calls per iteration). When `profiling` is on, each
+    phase is also a torch.profiler `record_function` range named couplescope/<phase>;
+    off, no profiler call is made, so timed iterations pay nothing for it. When `sync`
+    is set (a CUDA device), it is called before both timestamps so a phase is measured
+    at its device-true length, not its launch cost; synchronising rather than CUDA events
+    keeps host-only phases and device phases on one clock (docs/gpu.md says why and what
+    it costs). Not re-entrant: phases do not nest.
+    """
+
+    __slots__ = ("phases", "profiling", "sync", "_name", "_t0", "_range")
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self.profiling = False
+        self.sync = None
+        self._name = ""
+        self._t0 = 0.0
+        self._range = None
+
+    def reset(self) -> dict[str, float]:
+        """Start a new iteration; returns the previous iteration's phases."""
+        done, self.phases = self.phases, {}
+        return done
+
+    def __call__(self, name: str) -> "PhaseClock":
+        self._name = name
+        return self
+
+    def __enter__(self) -> "PhaseClock":
+        if self.profiling:
+            from torch.profiler import record_function
+
+            self._range = record_function(RANGE_PREFIX + self._name)
+            self._range.__enter__()
+        if self.sync is not None:
+            self.sync()
+        self._t0 = perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.sync is not None:
+            self.sync()
+        dt = perf_counter() - self._t0
+        self.phases[self._name] = self.phases.get(self._name, 0.0) + dt
+        if self._range is not None:
+            self._range.__exit__(*exc)
+            self._range = None

@@ -1,0 +1,77 @@
+"""The one place a run is assembled: listeners attached in one order, one exit-code rule.
+
+Every front end (the CLI, the app, the library API) and every benchmark starts a run
+here, from a RunRequest (couplescope.core.request), adding only its own listeners (the
+printer, the app's bridge, a user's). The order is fixed: the run directory first (so
+events reach the disk before anything else can fail), telemetry, traces, then the
+front end's listeners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from couplescope.core.session import Session
+from couplescope.protocol.contract import EXIT_INTERRUPTED
+from couplescope.results.builder import ResultsBuilder
+
+
+@dataclass
+class Outcome:
+    builder: ResultsBuilder
+    run_directory: str | None
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        """0 all checks passed, 1 a check failed or a variant broke, 2 bad input, 130 interrupted."""
+        return EXIT_INTERRUPTED if self.interrupted else self.builder.exit_code()
+
+    def document(self) -> dict:
+        """The results document, with where it was written and the exit code."""
+        doc = self.builder.document()
+        doc["run_directory"] = self.run_directory
+        doc["exit_code"] = self.exit_code
+        return doc
+
+
+class Pipeline:
+    """A run ready to go: `run()` measures (blocking), `stop()` ends it from any thread.
+
+    `start_worker` replaces real workers (couplescope.core.replay); a replayed run has
+    no process to sample, so it gets no telemetry listener: its recorded telemetry
+    events are replayed with the rest.
+    """
+
+    def __init__(self, request, listeners=(), announce=None, start_worker=None) -> None:
+        from couplescope.export.run_dir import RunDirectoryExporter
+
+        self.request = request
+        self.exporter = None
+        chain = []
+        if request.export is not None:
+            self.exporter = RunDirectoryExporter(request.export, request.title, announce=announce)
+            chain.append(self.exporter)
+        if start_worker is None:
+            from couplescope.core.telemetry.listener import TelemetryListener
+
+            chain.append(TelemetryListener(request.telemetry_hz))
+        if self.exporter is not None:
+            from couplescope.export.traces import TraceListener
+
+            chain.append(TraceListener(self.exporter))
+        chain.extend(listeners)
+        self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker)
+
+    def run(self) -> Outcome:
+        builder = self.session.run()
+        path = self.exporter.path if self.exporter is not None else None
+        return Outcome(builder, path, self.session.interrupted)
+
+    def stop(self) -> None:
+        self.session.stop()
+
+
+def run(request, listeners=(), announce=None, start_worker=None) -> Outcome:
+    """Build the pipeline for `request` and run it."""
+    return Pipeline(request, listeners, announce, start_worker).run()

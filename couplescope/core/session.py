@@ -1,0 +1,105 @@
+"""Run a list of variants, one worker each, and hand every event to listeners.
+
+This is the run's parent end, shared by every front end through couplescope.core.pipeline.
+Listeners (printer, exporters, telemetry sampler, the app) implement
+couplescope.protocol.listener.Listener. `stop()` may be called from another thread.
+
+The seam for fast tests is `start_worker`: a callable (spec, env) -> a worker with
+events(), stop(), pid, returncode and crash_reason(). By default it starts a real worker
+process (couplescope.core.runner); couplescope.core.replay gives one that plays back a
+recorded events.jsonl, so the printer, exporters and the app are tested on real runs'
+events without starting torch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from couplescope.core.runner import WorkerProcess
+from couplescope.protocol import events
+from couplescope.protocol.listener import Listener  # noqa: F401  (re-exported for listeners)
+from couplescope.results.builder import ResultsBuilder
+
+
+class Session:
+    def __init__(self, specs, listeners=(), title: str = "", start_worker=None) -> None:
+        self.specs = list(specs)
+        self.listeners = list(listeners)
+        self.start_worker = start_worker or WorkerProcess
+        self.builder = ResultsBuilder(title)
+        self._stop = threading.Event()
+        self._current: WorkerProcess | None = None
+        self._lock = threading.Lock()
+        # emit() is called from the session thread and from listener threads (the telemetry
+        # sampler): one event at a time reaches the builder and the listeners. Re-entrant so a
+        # listener may emit from inside on_event.
+        self._emit_lock = threading.RLock()
+        self.interrupted = False
+
+    def emit(self, event: dict) -> None:
+        """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
+        with self._emit_lock:
+            self.builder.on_event(event)
+            for listener in self.listeners:
+                listener.on_event(event)
+
+    def stop(self) -> None:
+        """End the running worker; what it measured stays. Safe from any thread."""
+        self._stop.set()
+        with self._lock:
+            proc = self._current
+        if proc is not None:
+            proc.stop()
+
+    def run(self) -> ResultsBuilder:
+        for listener in self.listeners:
+            listener.attach(self)
+        try:
+            for spec in self.specs:
+                if self._stop.is_set():
+                    break
+                self._run_one(spec)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        for listener in self.listeners:
+            listener.session_done(self.builder)
+        return self.builder
+
+    def _run_one(self, spec) -> None:
+        env = {}
+        for listener in self.listeners:
+            env.update(listener.worker_env(spec) or {})
+        proc = self.start_worker(spec, env)
+        with self._lock:
+            self._current = proc
+        if self._stop.is_set():  # stop() came while the worker was starting: it saw no process
+            proc.stop()
+        for listener in self.listeners:
+            listener.worker_started(spec, proc)
+        ended = False
+        try:
+            for ev in proc.events():
+                ended = ended or ev["event"] in events.ENDINGS
+                self.emit(ev)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self._stop.set()
+            proc.stop()
+            for ev in proc.events():  # the worker's last words: it reports being interrupted
+                ended = ended or ev["event"] in events.ENDINGS
+                self.emit(ev)
+        finally:
+            with self._lock:
+                self._current = None
+            proc.stop()
+            for listener in self.listeners:
+                listener.worker_ended(spec, proc)
+        if not ended:
+            interrupted = self._stop.is_set()
+            self.emit(events.make("variant_failed", spec.label,
+                                  reason="interrupted" if interrupted else proc.crash_reason(),
+                                  kind="interrupted" if interrupted else "error", traceback=""))
+        for listener in self.listeners:
+            listener.variant_done(self.builder)
+        if self.interrupted:
+            raise KeyboardInterrupt

@@ -1,0 +1,29 @@
+"""`couplescope --list`: models, backends, presets and devices, from one catalogue query."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from couplescope.frontends import format as fmt
+
+
+def print_list(out=None) -> None:
+    from couplescope.core.catalogue_info import read_catalogue
+
+    out = out or sys.stdout
+    cat = read_catalogue()
+    # wrap to the terminal; piped output keeps one line per row for grep and scripts
+    width = shutil.get_terminal_size().columns if out.isatty() else None
+    rows = [[name, f"{m['size_name']}={m['default_size']}", m["dtype"], m["summary"]]
+            for name, m in cat.models.items()]
+    out.write("models (--model NAME, --size sets the size parameter):\n")
+    out.write(fmt.table(["model", "size (default)", "dtype", "what"], rows, width=width) + "\n\n")
+    rows = [[name, "unavailable" if reason else "available", what + (f"; unavailable: {reason}" if reason else "")]
+            for name, (what, reason) in cat.backends.items()]
+    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "what"], rows, width=width) + "\n\n")
+    rows = [[name, description] for name, description in cat.presets.items()]
+    out.write("presets (--preset NAME):\n" + fmt.table(["preset", "description"], rows, width=width) + "\n\n")
+    out.write("devices (--device):\n" + fmt.table(["device", "what"], cat.device_rows, width=width) + "\n")
+    for error in cat.errors:
+        out.write(f"note: {error}\n")

@@ -1,0 +1,234 @@
+"""The headless front end: the reference suite's lines, statistics and a comparison table.
+
+Per timed iteration it prints the reference's own line,
+    PASSED :: [check iteration 1 (2.023 s)] maximum relative error = 0.0000E+00
+(green/red on a terminal), then per variant min, median, mean, max and stddev of the
+time taken and the sample size; after all variants, a comparison table. On a terminal a
+status line on stderr shows progress while nothing else is printed (model loading, long
+iterations); it is cleared before every printed line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from couplescope.frontends import format as fmt
+from couplescope.frontends.cli.ranks_report import report_lines
+from couplescope.frontends.cli.trace_lines import format_lines
+from couplescope.protocol.listener import Listener
+from couplescope.results import ranks, stats
+
+GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
+
+
+def use_color(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+class Progress:
+    """A one-line spinner with elapsed time on stderr, only on a terminal."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.text = ""
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._shown = False
+        self._stop = threading.Event()
+        self._thread = None
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        i = 0
+        while not self._stop.wait(0.2):
+            i += 1
+            # only after a couple of seconds: short runs stay free of flicker
+            if time.monotonic() - self.started < 2.0 or not self.text:
+                continue
+            with self._lock:
+                elapsed = time.monotonic() - self.started
+                self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
+                self.stream.flush()
+                self._shown = True
+
+    def clear(self) -> None:
+        if self.enabled and self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self.clear()
+
+
+class HeadlessPrinter(Listener):
+    def __init__(self, total_variants: int, out=None, err=None, quiet_iterations: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.color = use_color(self.out)
+        self.total = total_variants
+        self.count = 0
+        self.progress = Progress(self.err)
+        self.quiet_iterations = quiet_iterations
+        self._expected = {}
+        self._warm = {}
+        self._profiled = {}
+        self._started = None
+
+    # -- output helpers ---------------------------------------------------------------
+    def _paint(self, text: str, color: str) -> str:
+        return f"{color}{text}{RESET}" if self.color else text
+
+    def print(self, text: str = "", err: bool = False) -> None:
+        with self.progress._lock:
+            self.progress.clear()
+            stream = self.err if err else self.out
+            stream.write(text + "\n")
+            stream.flush()
+
+    def status(self, text: str) -> None:
+        self.progress.text = text
+
+    # -- events -----------------------------------------------------------------------
+    def on_event(self, ev: dict) -> None:
+        handler = getattr(self, "_on_" + ev["event"], None)
+        if handler:
+            handler(ev)
+
+    def _on_run_started(self, ev):
+        # The header waits for the model to load: bad input then prints one line only.
+        self.count += 1
+        self._started = ev
+        self.status(f"{ev['variant']}: building and loading the model")
+
+    def _print_header(self, ev):
+        spec = ev["spec"]
+        what = [ev.get("coupling") or spec["backend"], spec["device"]]
+        if spec["layout"] != "fortran":
+            what.append(f"layout {spec['layout']}")
+        self.print(f"== {ev['variant']} ({self.count}/{self.total}): {spec['model']}, {', '.join(what)}, "
+                   f"{spec['warmup']} warm-up + {spec['iterations']} iterations ==")
+        self._expected[ev["variant"]] = (spec["warmup"], spec["iterations"])
+
+    def _running_next(self, variant: str, kind: str, index: int) -> None:
+        """Status text for what runs now: the iteration after the one just reported."""
+        warmup, timed = self._expected.get(variant, (0, 0))
+        if kind == "warmup" and index < warmup:
+            self.status(f"{variant}: warm-up {index + 1}/{warmup}")
+        elif kind in ("loaded", "warmup") or (kind == "timed" and index < timed):
+            n = index + 1 if kind == "timed" else 1
+            self.status(f"{variant}: iteration {n}/{timed}")
+        else:
+            self.status(f"{variant}: profiling and finishing")
+
+    def _on_model_loaded(self, ev):
+        self._print_header(self._started)
+        warmup = self._expected.get(ev["variant"], (0, 0))[0]
+        self._running_next(ev["variant"], "warmup" if warmup else "loaded", 0)
+        m = ev
+        shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
+        self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
+                   f"inputs {shapes}, tolerance {m.get('tolerance')})")
+
+    def _on_iteration(self, ev):
+        v = ev["variant"]
+        word = self._paint("PASSED", GREEN) if ev["passed"] else self._paint("FAILED", RED)
+        where = f" on rank {ev['rank']}" if ev.get("rank") is not None else ""
+        line = (f"{word} :: [check iteration {ev['index']}{where} ({fmt.seconds(ev['seconds'])})] "
+                f"maximum relative error = {fmt.sci(ev['max_rel_error'])}")
+        if ev.get("error"):
+            line += f" ({ev['error']})"
+        if ev["kind"] == "timed":
+            if not self.quiet_iterations or not ev["passed"]:
+                self.print(line)
+            self._running_next(v, "timed", ev["index"])
+        elif ev["kind"] == "warmup":
+            self._warm.setdefault(v, []).append(ev)
+            if not ev["passed"]:
+                self.print(f"warm-up {line}")
+            self._running_next(v, "warmup", ev["index"])
+        else:
+            self._profiled.setdefault(v, []).append(ev)
+            self.status(f"{v}: profiling, iteration {ev['index'] + 1}")
+
+    def _on_variant_failed(self, ev):
+        kind = ev.get("kind")
+        if kind == "interrupted":
+            self.print(self._paint(f"{ev['variant']}: interrupted; what was measured is kept", YELLOW), err=True)
+        elif kind == "usage":
+            self.print(f"couplescope: {ev['reason']}", err=True)
+        else:
+            self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
+
+    def _on_diagnostic(self, ev):
+        self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
+
+    def _on_log(self, ev):
+        # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
+        self.print(ev["message"] if ev.get("verbatim") else f"{ev['variant']}: {ev['message']}")
+
+    def variant_done(self, builder) -> None:
+        name = list(builder.variants)[-1]
+        v = builder.variants[name]
+        if not v.iterations:
+            return
+        s = v.stats()
+        warm = self._warm.get(name, [])
+        if warm:
+            ok = all(w["passed"] for w in warm)
+            self.print(f"warm-up: {len({w['index'] for w in warm})} iteration(s), first {fmt.seconds(warm[0]['seconds'])}, "
+                       f"checks {'passed' if ok else 'FAILED'} (not in the statistics)")
+        prof = self._profiled.get(name, [])
+        if prof:
+            self.print(f"profiled: {len({p['index'] for p in prof})} iteration(s), median "
+                       f"{fmt.seconds(stats.summarize([p['seconds'] for p in prof])['median'])} "
+                       "(not in the statistics)")
+        for line in format_lines(v.summary.get("trace_summary") or {}):
+            self.print(line)
+        if s["n"]:
+            for key in ("min", "median", "mean", "max", "stddev"):
+                self.print(f"{key:<6} time taken (s): {fmt.sci(s[key])}")
+            self.print(f"sample size: {s['n']}")
+            phases = stats.phase_summaries(v.steps)
+            if phases:
+                self.print("median per phase: " + ", ".join(f"{k} {fmt.seconds(p['median'])}"
+                                                          for k, p in phases.items()))
+            for w in v.warnings():
+                self.print(self._paint(f"note: {w}", YELLOW))
+        if ranks.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
+            for line in report_lines(v.iterations, v.summary.get("ranks")):
+                self.print(line)
+        if getattr(v, "telemetry", None) is not None:
+            from couplescope.results.telemetry import summary_line
+
+            self.print(summary_line(v.telemetry))
+        self.print()
+
+    def session_done(self, builder) -> None:
+        self.progress.close()
+        rows = builder.comparison()
+        if len(rows) > 1 or (rows and len(builder.variants) == 1):
+            self.print(comparison_table(rows, self._paint))
+
+    def close(self) -> None:
+        self.progress.close()
+
+
+def comparison_table(rows: list[dict], paint=lambda t, c: t) -> str:
+    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead", "checks"]
+    body = [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
+             fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
+             "PASSED" if r["passed"] else "FAILED"] for r in rows]
+    text = fmt.table(headers, body, right={1, 2, 3, 4, 5})
+    text = text.replace("PASSED", paint("PASSED", GREEN)).replace("FAILED", paint("FAILED", RED))
+    return "comparison (overhead = call minus forward):\n" + text

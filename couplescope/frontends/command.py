@@ -1,0 +1,56 @@
+"""The `couplescope` command: parse, then --list, --tensorboard, the app, or a headless run.
+
+Headless when given --preset or --model; the Textual app with --tui (or with no
+arguments in a terminal). The one module that knows both front ends: the CLI and the
+app never import each other. Nothing heavy is imported before the mode is known, so
+`couplescope --help` never imports torch or textual.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from couplescope.frontends.cli.parser import _glue_pass_through, build_parser, options_from
+from couplescope.protocol.contract import EXIT_INTERRUPTED, EXIT_USAGE
+from couplescope.protocol.errors import UsageError
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(_glue_pass_through(sys.argv[1:] if argv is None else list(argv)))
+    try:
+        if args.list:
+            from couplescope.frontends.cli.listing import print_list
+
+            print_list()
+            return 0
+        if args.tensorboard:
+            from couplescope.export.tensorboard_server import serve
+
+            return serve(args.tensorboard, port=args.port)
+        interactive = args.tui or (argv is None and len(sys.argv) == 1 and sys.stdin.isatty()
+                                   and sys.stdout.isatty())
+        if interactive:
+            from couplescope.frontends.tui import launch
+
+            return launch(options_from(args))
+        from couplescope.frontends.cli.headless import run_headless
+
+        return run_headless(args)
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(f"couplescope: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("couplescope: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`| head`): the worker was already ended; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

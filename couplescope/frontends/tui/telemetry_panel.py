@@ -1,0 +1,82 @@
+"""The telemetry and diagnostics panels.
+
+The sampler (couplescope.core.telemetry) sends events of type "telemetry" with a
+"sample" dict whose schema its docstring gives. Any value may be the string "n/a" or
+missing altogether; this panel writes "n/a" for those and never raises on an odd
+sample: a panel that breaks the app over a missing field would be worse than one that
+shows less.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import RichLog, Static
+
+def _num(value, suffix: str = "", fmt: str = "{:.0f}") -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "n/a"
+    return fmt.format(value) + suffix
+
+
+def _bytes(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "n/a"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def describe(sample: dict) -> str:
+    """The panel's text for one sample (schema: couplescope.core.telemetry.sampler's docstring)."""
+
+    if not isinstance(sample, dict):
+        return "telemetry: n/a"
+    tree, system = _dict(sample.get("tree")), _dict(sample.get("system"))
+    per_core = system.get("cpu_percent")
+    per_core = [c for c in per_core if isinstance(c, (int, float))] if isinstance(per_core, list) else []
+    busy = " ".join(f"{c:.0f}%" for c in per_core[:16]) + (" ..." if len(per_core) > 16 else "")
+    lines = [f"cores {len(per_core) or 'n/a'}" + (f"  busy {busy}" if per_core else ""),
+             f"system memory {_bytes(system.get('memory_used'))} of {_bytes(system.get('memory_total'))}"]
+    lines.append(f"worker CPU {_num(tree.get('cpu_percent'), '%')}  "
+                 f"memory {_bytes(tree.get('rss'))}  threads {_num(tree.get('threads'))}"
+                 + (f"  processes {_num(tree.get('processes'))}" if _num(tree.get("processes")) not in ("n/a", "1")
+                    else ""))
+    gpus = sample.get("gpu")
+    if not isinstance(gpus, list) or not gpus:
+        lines.append("no GPU")
+    for i, g in enumerate(gpus if isinstance(gpus, list) else []):
+        g = _dict(g)
+        lines.append(f"GPU {g.get('index', i)} util {_num(g.get('utilization'), '%')}  "
+                     f"memory {_bytes(g.get('memory_used'))}/{_bytes(g.get('memory_total'))}  "
+                     f"power {_num(g.get('power_w'), ' W')}  "
+                     f"temp {_num(g.get('temperature_c'), ' °C')}")
+    iteration = _dict(sample.get("iteration"))
+    if iteration:
+        lines.append(f"during {iteration.get('kind', '?')} iteration {iteration.get('index', '?')}")
+    return "\n".join(lines)
+
+
+class TelemetryPanel(Static):
+    """Cores, worker CPU and memory, threads, GPUs (or "no GPU"); n/a where missing."""
+
+    def on_mount(self) -> None:
+        self.update("telemetry: waiting for a run")
+
+    def show(self, sample: dict) -> None:
+        try:
+            text = describe(sample)
+        except Exception as exc:  # an odd sample must never break the app
+            text = f"telemetry: cannot show this sample ({type(exc).__name__})"
+        self.update(text)
+
+
+class DiagnosticsLog(RichLog):
+    """Diagnostics (telemetry issue), failures and run notes, newest last."""
+
+    def note(self, text: str, level: str = "info") -> None:
+        style = {"warning": "yellow", "error": "red"}.get(level, "")
+        self.write(f"[{style}]{text}[/]" if style else text)

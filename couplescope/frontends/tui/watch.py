@@ -1,0 +1,310 @@
+"""The watch view's widgets: time plot, iterations table, running statistics, telemetry.
+
+Each widget is fed batches of events by the app and redraws itself at most a few times
+a second; none of them touches the engine. Statistics come from couplescope.results.stats via
+the run's ResultsBuilder; numbers are written with couplescope.frontends.format.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import RichLog, Static
+from textual_plotext import PlotextPlot
+
+from couplescope.frontends import format as fmt
+from couplescope.results import stats
+
+KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
+KIND_LEGEND = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}
+PHASE_COLORS = {"marshal_in": "cyan", "h2d": "magenta", "forward": "green", "d2h": "yellow",
+                "marshal_out": "blue", "load": "red"}
+MAX_TABLE_ROWS = 500
+MAX_PLOT_POINTS = 600
+
+
+def _unit(value: float) -> tuple[str, float]:
+    if value >= 1.0:
+        return "s", 1.0
+    if value >= 1e-3:
+        return "ms", 1e3
+    return "µs", 1e6
+
+
+def _thin(n: int, limit: int) -> range:
+    """Indices of at most `limit` evenly spread points out of n (the last one always)."""
+    step = max(1, -(-n // limit))
+    return range((n - 1) % step, n, step)
+
+
+def x_ticks(first: int, last: int, width: int) -> tuple[list[int], list[str]]:
+    """Whole-number iteration ticks, few enough that every label (the last too) is drawn.
+
+    plotext's own ticks are fractional (51.8) and it drops the last label when the
+    plot is narrow; about one tick per 10 columns keeps them apart.
+    """
+    count = max(2, min(6, (width - 6) // 10))
+    if last <= first:
+        return [first], [str(first)]
+    ticks = sorted({round(first + (last - first) * i / (count - 1)) for i in range(count)})
+    return ticks, [str(t) for t in ticks]
+
+
+class TimePlot(PlotextPlot):
+    """Per-iteration time of the current variant; one line per phase, kinds told apart."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.points: list[tuple[int, str, float, dict]] = []   # (seq, kind, seconds, phases)
+        self.variant = ""
+        self._where: dict = {}   # (kind, index) -> position in points, for MPI ranks
+        self._dirty = False
+        self._last_draw = 0.0
+
+    def reset(self, variant: str) -> None:
+        self.points, self.variant, self._where = [], variant, {}
+        self._dirty = True
+        self.draw(force=True)
+
+    def add(self, evs: list[dict]) -> None:
+        """One point per call; under MPI every rank reports each call, and the point is the
+        slowest rank's record (the step time, as in VariantResult.steps)."""
+        where = self._where
+        for ev in evs:
+            point = (ev["kind"], ev["seconds"], ev.get("phases") or {})
+            key = (ev["kind"], ev.get("index")) if ev.get("rank") is not None else None
+            at = where.get(key) if key else None
+            if at is None:
+                if key:
+                    where[key] = len(self.points)
+                self.points.append((len(self.points) + 1, *point))
+            elif ev["seconds"] > self.points[at][2]:
+                self.points[at] = (self.points[at][0], *point)
+        self._dirty = True
+
+    def draw(self, force: bool = False) -> None:
+        """Rebuild the plot if there is new data, at most once a second unless forced.
+
+        plotext is pure Python and costs tens of milliseconds per build on a busy node, CPU
+        the measured worker may need: so few builds, and at most two points per column.
+        """
+        now = time.monotonic()
+        if not self._dirty or (not force and now - self._last_draw < 1.0):
+            return
+        self._dirty, self._last_draw = False, now
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        limit = max(60, min(MAX_PLOT_POINTS, 2 * self.size.width))
+        # thin the timed iterations only: the few warm-up and profiled ones always show
+        timed_pts = [p for p in self.points if p[1] == "timed"]
+        pts = sorted([p for p in self.points if p[1] != "timed"][:limit]
+                     + [timed_pts[i] for i in _thin(len(timed_pts), limit)])
+        timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
+        if not pts:
+            plt.title(f"per-iteration time: waiting for {self.variant or 'a run'}")
+            self.refresh()
+            return
+        unit, scale = _unit(stats.percentile(timed, 50))
+        # a slow first (warm-up) call or a few spikes would flatten everything else: clip at
+        # 1.5x the 95th percentile of the timed iterations (clipped points sit on the top edge)
+        top = stats.percentile(timed, 95) * scale * 1.5
+
+        def y(values):
+            return [min(v * scale, top) for v in values]
+
+        legend: list[tuple[str, str]] = []
+        names = []
+        for p in pts:
+            names += [k for k in p[3] if k not in names]
+        for kind, marker, color in (("warmup", "x", "orange"), ("timed", "braille", "white"),
+                                    ("profiled", "x", "red")):
+            sel = [p for p in pts if p[1] == kind]
+            if sel:
+                plt.plot([p[0] for p in sel], y([p[2] for p in sel]), marker=marker,
+                         color=color)
+                legend.append((f"{marker if marker == 'x' else '━'} {KIND_LEGEND[kind]}", color))
+        for name in names:
+            sel = [p for p in pts if name in p[3]]
+            color = PHASE_COLORS.get(name, "gray")
+            plt.plot([p[0] for p in sel], y([p[3][name] for p in sel]), marker="braille", color=color)
+            legend.append((f"━ {name}", color))
+        plt.title(f"time per iteration ({unit})")
+        plt.xlabel("iteration")
+        plt.xticks(*x_ticks(pts[0][0], pts[-1][0], self.size.width))
+        self.refresh()
+        self.post_message(self.LegendChanged(legend))
+
+    class LegendChanged(Message):
+        """The series drawn, as (text, plotext colour): shown under the plot, not over it."""
+
+        def __init__(self, items) -> None:
+            super().__init__()
+            self.items = items
+
+
+RICH_COLORS = {"orange": "dark_orange", "gray": "grey50"}
+#: the legend's short phase names, used only when the full ones need more lines
+SHORT_PHASES = {"marshal_in": "m_in", "forward": "fwd", "marshal_out": "m_out"}
+
+
+def legend_lines(items, width: int, short: bool = False) -> list[list[tuple[str, str]]]:
+    """Legend entries packed greedily into lines of `width` cells, one space apart."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for text, color in items:
+        if short:
+            marker, _, name = text.partition(" ")
+            text = f"{marker} {SHORT_PHASES.get(name, name)}"
+        need = len(text) + (1 if lines[-1] else 0)
+        if lines[-1] and used + need > width:
+            lines.append([])
+            used, need = 0, len(text)
+        lines[-1].append((text, color))
+        used += need
+    return lines
+
+
+class PlotLegend(Static):
+    """The time plot's key, one coloured entry per series.
+
+    Full phase names when they fit on one line, otherwise the short ones (m_in, fwd,
+    m_out) if they need fewer lines: one line at 120 columns, two at 80.
+    """
+
+    def on_mount(self) -> None:
+        self.items: list[tuple[str, str]] = []
+        self.update("")
+
+    def show(self, items) -> None:
+        self.items = list(items)
+        self._redraw()
+
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        width = max(10, self.content_size.width or self.size.width)
+        lines = legend_lines(self.items, width)
+        if len(lines) > 1:
+            short = legend_lines(self.items, width, short=True)
+            lines = short if len(short) < len(lines) else lines
+        text = Text()
+        for i, line in enumerate(lines):
+            if i:
+                text.append("\n")
+            for j, (entry, color) in enumerate(line):
+                text.append((" " if j else "") + entry, style=RICH_COLORS.get(color, color))
+        self.update(text if self.items else "")
+
+    def render(self):
+        try:
+            return super().render()
+        except Exception as exc:  # plotext edge cases must never take the app down
+            return Text(f"plot unavailable: {type(exc).__name__}: {exc}")
+
+
+ROW_FORMAT = "{:>6} {:<5} {:>9} {:>11} {}"
+TABLE_HEADER = ROW_FORMAT.format("#", "kind", "time", "max rel err", "check")
+MAX_ROWS_PER_DRAW = 200
+
+
+class IterationsTable(RichLog):
+    """The latest iterations (up to MAX_TABLE_ROWS) with PASSED/FAILED and the maximum relative error.
+
+    A log of fixed-width rows under a header line, not a DataTable: rows are rendered
+    once, when written, and scrolling is cheap, where a DataTable re-renders every cell
+    of its visible rows whenever one is added (measured: the largest CPU cost of the app
+    while a run goes, CPU the worker's cores need). Rows are written on the app's tick,
+    at most MAX_ROWS_PER_DRAW at a time: during a flood of fast iterations it shows the
+    latest of them (their numbers tell), while every iteration is in the statistics.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_lines=MAX_TABLE_ROWS, min_width=40, wrap=False, auto_scroll=True, **kwargs)
+        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)
+        self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
+
+    def add_variant(self, name: str) -> None:
+        """A new variant starts: the table follows it, like the plot and the statistics."""
+        self.clear_rows()
+
+    def add_iterations(self, evs: list[dict]) -> None:
+        self._pending.extend(evs[-MAX_ROWS_PER_DRAW:])
+
+    def flush(self) -> None:
+        """Write what arrived since the last tick, as one block."""
+        if not self._pending:
+            return
+        text = Text()
+        for ev in self._pending:
+            check = "PASSED" if ev["passed"] else "FAILED"
+            self.checks.append(check)
+            if len(text):
+                text.append("\n")
+            text.append(ROW_FORMAT.format(ev["index"], KIND_SHORT.get(ev["kind"], ev["kind"]),
+                                          fmt.seconds(ev["seconds"]), fmt.sci(ev["max_rel_error"]), ""))
+            text.append(check, style="bold green" if ev["passed"] else "bold red")
+        self._pending.clear()
+        self.write(text)
+
+    def clear_rows(self) -> None:
+        self.clear()
+        self._pending.clear()
+        self.checks.clear()
+
+
+def call_counts(variant) -> str:
+    """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
+    the timed ones are in the statistics (n=), so the two totals must not look alike.
+
+    Counted per iteration, not per record: under MPI every rank reports each iteration.
+    """
+    spec = variant.spec or {}
+    done = {kind: len({it["index"] for it in variant.iterations if it["kind"] == kind})
+            for kind in ("timed", "warmup", "profiled")}
+    expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
+                "profiled": spec.get("profile_iterations")}
+    parts = [f"{done['timed']} timed"] + [
+        f"{done[kind]} {KIND_LEGEND[kind]}" for kind in ("warmup", "profiled")
+        if done[kind] or expected[kind]]
+    total = sum(done.values())
+    planned = sum(v or 0 for v in expected.values()) if expected["timed"] else None
+    return f"{total}/{planned or '?'} calls = " + " + ".join(parts)
+
+
+class StatsPanel(Static):
+    """Running statistics of the timed iterations of the current variant.
+
+    Two lines when they fit, otherwise the call counts get a line of their own (80 columns).
+    """
+
+    _shown: tuple = (None, None)
+
+    def on_resize(self) -> None:
+        self.show(*self._shown)
+
+    def show(self, variant, expected: int | None) -> None:
+        self._shown = (variant, expected)
+        if variant is None:
+            self.update("no run yet: pick a model or preset and press r")
+            return
+        s = variant.stats()
+        done = len(variant.iterations)
+        failed = variant.failed_checks()
+        checks = "[green]all PASSED[/]" if done and not failed else (
+            f"[red]{failed} FAILED[/]" if failed else "no checks yet")
+        status = {"running": "running", "finished": "finished", "failed": "[red]failed[/]",
+                  "interrupted": "[yellow]stopped[/]"}.get(variant.status, variant.status)
+        head = f"[b]{variant.name}[/] {status}  {checks}"
+        counts = call_counts(variant)
+        width = self.content_size.width or 80
+        sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
+        self.update(
+            f"{head}{sep}{counts}\n"
+            f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
+            f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={s['n']} timed"
+            + ("  [yellow]noisy[/]" if s["noisy"] else ""))

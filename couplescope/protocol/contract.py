@@ -1,0 +1,42 @@
+"""The parent <-> worker contract: how a worker is started, what it reads, how it ends.
+
+Both sides import these names, so neither has to import the other: the parent never
+imports worker-side modules (they would pull torch into the CLI), and a worker never
+imports the parent's orchestration.
+"""
+
+from __future__ import annotations
+
+import json
+
+#: `python -m couplescope.worker SPEC_JSON` measures one variant (one rank of it under MPI)
+WORKER_MODULE = "couplescope.worker"
+
+#: where the parent wants a variant's trace files (a staging directory it moves later)
+TRACE_DIR_ENV = "COUPLESCOPE_TRACE_DIR"
+#: operators (as dispatched, summed over the recorded iterations) a trace may hold
+MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
+#: torch.profiler's trace files, as tensorboard_trace_handler names them
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+#: exit codes of the worker and of the `couplescope` command
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_CODES = {
+    EXIT_OK: "all checks passed",
+    EXIT_FAILED: "a check failed or a variant broke",
+    EXIT_USAGE: "bad input",
+    EXIT_INTERRUPTED: "interrupted",
+}
+
+
+def worker_argv(python: str, spec_dict: dict) -> list[str]:
+    """The command line of a worker for one variant (a launcher may wrap it)."""
+    return [python, "-m", WORKER_MODULE, json.dumps(spec_dict)]
+
+
+def is_worker_argv(argv: list[str]) -> bool:
+    """True for a process started by `worker_argv` (telemetry tells workers from launchers)."""
+    return argv[1:3] == ["-m", WORKER_MODULE]

@@ -1,0 +1,182 @@
+"""The results document, built from events: what results.json holds.
+
+The parent computes the statistics from the iteration events it received, so a worker
+that dies half way still leaves correct statistics for what it measured, and every
+front end agrees on the numbers. Events are the only input: replaying a run's
+events.jsonl through a builder gives its results.json again (couplescope.core.replay).
+The schema is documented in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+
+from couplescope.results import ranks as mpi_stats
+from couplescope.results import stats
+
+SCHEMA_VERSION = 1
+
+
+class VariantResult:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.spec: dict = {}
+        self.environment: dict = {}
+        self.load_seconds = None
+        self.model: dict = {}
+        self.iterations: list[dict] = []
+        self.status = "running"   # running | finished | failed | interrupted
+        self.error = None
+        self.error_kind = None
+        self.summary: dict = {}
+        self.diagnostics: list[dict] = []
+        self.telemetry = None   # a telemetry_record.TelemetryRecord once samples arrive
+
+    @property
+    def timed(self) -> list[dict]:
+        return [it for it in self.iterations if it["kind"] == "timed"]
+
+    @property
+    def steps(self) -> list[dict]:
+        """The timed iterations the headline statistics summarise. Under MPI (records
+        tagged with a rank) that is, per iteration, the slowest rank's record: the step
+        time a simulation sees. Otherwise every timed iteration."""
+        return mpi_stats.slowest_per_iteration(self.timed)
+
+    def stats(self) -> dict:
+        return stats.summarize([it["seconds"] for it in self.steps])
+
+    def warnings(self) -> list[str]:
+        """Noise, a slow first call, timed calls still warming up (stats.warnings_for)."""
+        warm = [it for it in self.iterations if it["kind"] == "warmup"]
+        return stats.warnings_for(self.stats(), warm[0]["seconds"] if warm else None,
+                                  [it["seconds"] for it in self.steps])
+
+    def all_passed(self) -> bool:
+        return bool(self.iterations) and all(it["passed"] for it in self.iterations)
+
+    def failed_checks(self) -> int:
+        return sum(1 for it in self.iterations if not it["passed"])
+
+    def to_dict(self) -> dict:
+        s = self.stats()
+        return {"name": self.name, "spec": self.spec, "status": self.status,
+                "error": self.error, "error_kind": self.error_kind,
+                "load_seconds": self.load_seconds, "model": self.model,
+                "iterations": [_json_safe(it) for it in self.iterations],
+                "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
+                "noisy": s["noisy"],
+                "phases": stats.phase_summaries(self.steps),
+                "warnings": self.warnings(),
+                "checks_passed": self.all_passed(),
+                "diagnostics": self.diagnostics,
+                **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),
+                **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
+                **self.summary}
+
+
+def _json_safe(it: dict) -> dict:
+    out = dict(it)
+    err = out.get("max_rel_error")
+    if isinstance(err, float) and not math.isfinite(err):
+        out["max_rel_error"] = "nan" if math.isnan(err) else "inf"
+    out.pop("event", None)
+    out.pop("variant", None)
+    return out
+
+
+class ResultsBuilder:
+    """Feed it every event (`on_event`); `document()` is results.json at that moment."""
+
+    def __init__(self, title: str = "") -> None:
+        self.title = title
+        self.variants: dict[str, VariantResult] = {}
+        self.environment: dict = {}
+        self.started = None
+        self.extra: dict = {}
+        self._traces: dict[str, list[str]] = {}   # variant -> trace files, run-relative
+
+    def variant(self, name: str) -> VariantResult:
+        if name not in self.variants:
+            self.variants[name] = VariantResult(name)
+        return self.variants[name]
+
+    def on_event(self, ev: dict) -> None:
+        kind = ev["event"]
+        name = ev.get("variant")
+        if kind == "run_started":
+            v = self.variant(name)
+            v.spec, v.environment = ev["spec"], ev["environment"]
+            self.environment = self.environment or ev["environment"]
+            self.started = self.started or ev["t"]
+        elif kind == "model_loaded":
+            v = self.variant(name)
+            v.load_seconds = ev["seconds"]
+            v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs") if k in ev}
+        elif kind == "iteration":
+            it = {k: ev[k] for k in ("index", "kind", "seconds", "phases", "max_rel_error", "passed", "error")}
+            it["warmup"] = ev["kind"] == "warmup"
+            it["profiled"] = ev["kind"] == "profiled"
+            if "rank" in ev:
+                it["rank"] = ev["rank"]
+            self.variant(name).iterations.append(it)
+        elif kind == "variant_finished":
+            v = self.variant(name)
+            v.status = "finished"
+            # a copy: later events (trace_written) refine it, and the event itself is shared
+            # with every other listener, which must see it as the worker wrote it
+            v.summary.update(copy.deepcopy(ev.get("summary") or {}))
+        elif kind == "variant_failed":
+            v = self.variant(name)
+            v.status = "interrupted" if ev.get("kind") == "interrupted" else "failed"
+            v.error, v.error_kind = ev.get("reason"), ev.get("kind")
+        elif kind == "diagnostic" and name:
+            self.variant(name).diagnostics.append({k: ev[k] for k in ("check", "level", "message", "setting")
+                                                   if k in ev})
+        elif kind == "trace_written" and ev.get("relative_path"):
+            # where the parent moved the worker's trace: the worker's own list named only
+            # the files in its staging directory
+            files = self._traces.setdefault(name, [])
+            files.append(ev["relative_path"])
+            profile = self.variant(name).summary.setdefault("profile", {})
+            profile["trace_dir"] = os.path.dirname(ev["relative_path"])
+            profile["trace_files"] = list(files)
+        elif kind == "telemetry" and name:
+            from couplescope.results.telemetry import record_sample
+
+            record_sample(self.variant(name), ev)
+
+    def comparison(self) -> list[dict]:
+        """Median, IQR, ratio to the fastest and coupling overhead (call minus forward)."""
+        rows = []
+        for v in self.variants.values():
+            s = v.stats()
+            if not s["n"]:
+                continue
+            forward = stats.phase_summaries(v.steps).get("forward", {}).get("median")
+            rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
+                         "forward": forward,
+                         "overhead": (s["median"] - forward) if forward is not None else None,
+                         "passed": v.all_passed(), "n": s["n"]})
+        fastest = min((r["median"] for r in rows), default=None)
+        for r in rows:
+            r["ratio"] = r["median"] / fastest if fastest else None
+        return rows
+
+    def document(self) -> dict:
+        return {"schema": SCHEMA_VERSION, "title": self.title, "environment": self.environment,
+                "variants": [v.to_dict() for v in self.variants.values()],
+                "comparison": self.comparison(), **self.extra}
+
+    def exit_code(self) -> int:
+        """0 all checks passed, 1 a check failed or a variant broke, 2 bad input, 130 interrupted."""
+        kinds = [v.error_kind for v in self.variants.values()]
+        if "interrupted" in kinds:
+            return 130
+        if "usage" in kinds:
+            return 2
+        if any(v.status == "failed" or not v.all_passed() for v in self.variants.values()):
+            return 1
+        return 0

@@ -1,0 +1,230 @@
+"""The measured loop of one variant, run inside the worker (one process, or each MPI rank).
+
+Order of work: set threads, report where we run, build the workload's host arrays and
+eager model, compute the expected output, save the TorchScript form when the coupling
+needs it, open the backend's coupling, time the model load, then warm-up, timed and
+profiled iterations. Only the coupling's call sits inside the timed region; the output
+reset, the check and the event writing happen between iterations. Profiled iterations
+come after the timed ones and are never mixed into the statistics (the profiler
+perturbs what it measures).
+
+The loop is the same whatever the backend: the backend's Team (couplescope.backends.base)
+says how many processes measure together, how their events leave and where they stop
+together; its Coupling makes the calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from couplescope.backends.base import Coupling, CouplingContext, first_line
+from couplescope.backends.clock import PhaseClock
+from couplescope.protocol.contract import EXIT_OK
+from couplescope.protocol.errors import UsageError
+from couplescope.workloads import catalogue
+
+
+@dataclass
+class Prepared:
+    """A variant ready to measure: workload, host arrays, expected output, coupling."""
+
+    spec: object
+    workload: object
+    size: int
+    dtype: str
+    arrays: dict
+    outputs: dict
+    expected: dict
+    calls: list
+    clock: PhaseClock
+    coupling: Coupling
+    tolerance: float
+
+    def check(self) -> tuple[float, bool, str | None]:
+        """Max relative error and pass/fail of the outputs the last call wrote."""
+        if self.coupling.output_error:
+            return float("inf"), False, self.coupling.output_error
+        err = self.workload.check(self.outputs, self.expected, self.arrays)
+        passed = bool(np.isfinite(err) and err <= self.tolerance)
+        return err, passed, None
+
+    def poison_outputs(self) -> None:
+        """Fill outputs with NaN so a coupling that never writes host memory fails its check."""
+        for out in self.outputs.values():
+            out.fill(np.nan)
+        self.coupling.output_error = None
+
+
+# -- building a variant -----------------------------------------------------------------
+
+def prepare(spec, backend, tmpdir: str, rank: int = 0) -> Prepared:
+    """Everything the timed loop needs, built outside it. Raises UsageError for bad input."""
+    backend.validate(spec)   # a spec that skipped validation is refused the same way
+    workload = catalogue.load(spec.model, spec.input_shape, spec.dtype)
+    size = spec.size if spec.size is not None else workload.default_size
+    dtype = spec.dtype or workload.dtype
+    try:
+        workload.validate_size(size)
+    except ValueError as exc:
+        raise UsageError(f"--size {size} for {workload.name}: {exc}") from None
+    arrays = host_arrays(workload, spec, size, dtype, rank)
+    calls = workload.calls(size)
+    eager = workload.build(size, dtype, spec.seed)
+    expected = _expected(workload, eager, arrays, size, calls)
+    outputs = {name: np.zeros(e.shape, dtype=e.dtype, order="F") for name, e in expected.items()}
+    coupling_backend = backend.coupling_backend(spec)
+    ts_path = torchscript_file(spec, coupling_backend, workload, eager, arrays, calls, tmpdir)
+    clock = PhaseClock()
+    arrays, outputs, clock.sync = _on_device(spec, arrays, outputs)
+    bridge_module = os.path.abspath(spec.model) if catalogue.kind(spec.model) == "bridge-module" else None
+    ctx = CouplingContext(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
+                          outputs=outputs, calls=calls, torchscript_path=ts_path, clock=clock,
+                          device=spec.device, extra={"bridge_module": bridge_module})
+    return Prepared(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
+                    outputs=outputs, expected=expected, calls=calls, clock=clock,
+                    coupling=coupling_backend.open(ctx), tolerance=workload.tolerance(dtype))
+
+
+def host_arrays(workload, spec, size: int, dtype: str, rank: int) -> dict:
+    """The host inputs. Rank 0 (and a single process) sees the spec's own; rank r of a
+    multi-process variant its own: base + r for a model whose inputs take an offset
+    (SimpleNet, as in the reference MPI example), else a seed derived from (seed, rank).
+    The weights are the same on every rank."""
+    if rank == 0:
+        return workload.host_arrays(size, dtype, spec.seed)
+    if "offset" in inspect.signature(workload.host_arrays).parameters:
+        return workload.host_arrays(size, dtype, spec.seed, offset=float(rank))
+    seed = int(np.random.SeedSequence([spec.seed, rank]).generate_state(1)[0])
+    return workload.host_arrays(size, dtype, seed)
+
+
+def _expected(workload, eager, arrays, size, calls) -> dict:
+    try:
+        return workload.expected(eager, arrays, size)
+    except UsageError:
+        raise
+    except Exception as exc:
+        shapes = ", ".join(str(arrays[n].shape) for n in calls[0].inputs)
+        raise UsageError(f"model {workload.name} rejects input shape {shapes}: {first_line(exc)}") from None
+
+
+def torchscript_file(spec, coupling_backend, workload, eager, arrays, calls, tmpdir) -> str | None:
+    """The TorchScript file the coupling loads: the user's own .pt, or the model saved now."""
+    if not coupling_backend.needs_torchscript(spec):
+        return None
+    if catalogue.kind(spec.model) == "torchscript-file":
+        return workload.path
+    import torch
+
+    example = tuple(torch.from_numpy(np.ascontiguousarray(arrays[n])) for n in calls[0].inputs)
+    path = os.path.join(tmpdir, f"{workload.name}.pt")
+    torch.jit.save(workload.script(eager, example), path)
+    return path
+
+
+def _on_device(spec, arrays, outputs):
+    """(arrays, outputs, the phase clock's sync): page-locked copies with --pinned on a GPU."""
+    if not spec.device.startswith("cuda"):
+        return arrays, outputs, None
+    from couplescope.backends import devices
+
+    sync = devices.use_cuda(spec.device)  # current device, no TF32, a synchronise of this device
+    if spec.pinned:  # the simulation's arrays live in page-locked memory, both sides
+        arrays, outputs = devices.page_locked(arrays), devices.page_locked(outputs)
+    return arrays, outputs, sync
+
+
+# -- the measured loop ------------------------------------------------------------------
+
+def measure(prepared: Prepared, emit, kind: str, count: int, after=None) -> list[dict]:
+    """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
+    runs after every event, outside the timed region."""
+    coupling, clock = prepared.coupling, prepared.clock
+    done = []
+    for index in range(1, count + 1):
+        prepared.poison_outputs()
+        clock.reset()
+        error = None
+        t0 = perf_counter()
+        try:
+            coupling.call()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a failing model is a FAILED check, not a crash
+            error = f"{type(exc).__name__}: {first_line(exc)}"
+        seconds = perf_counter() - t0
+        phases = clock.reset()
+        if error is None:
+            err, passed, error = prepared.check()
+        else:
+            err, passed = float("inf"), False
+        record = {"index": index, "kind": kind, "seconds": seconds, "phases": phases,
+                  "max_rel_error": err, "passed": passed, "error": error}
+        emit("iteration", **record)
+        done.append(record)
+        if after is not None:
+            after(kind, index)
+    return done
+
+
+def _timed_load(prepared: Prepared) -> float:
+    t0 = perf_counter()
+    prepared.coupling.load()
+    return perf_counter() - t0
+
+
+def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict:
+    """model_loaded's fields (the slowest rank's load time heads them)."""
+    fields = {"seconds": max(loads), "size": prepared.size, "dtype": prepared.dtype,
+              "tolerance": prepared.tolerance, "backend": spec.backend,
+              "inputs": {n: list(a.shape) for n, a in prepared.arrays.items()},
+              "outputs": {n: list(a.shape) for n, a in prepared.outputs.items()}}
+    if len(loads) > 1:
+        fields.update(ranks=len(loads), per_rank_seconds=loads,
+                      inner_backend=backend.coupling_backend(spec).name)
+    return fields
+
+
+def run_variant(spec, backend, team) -> None:
+    """Measure one variant and emit its events. Raises for what ends it early."""
+    team.begin()
+    from couplescope.worker.environment import environment
+
+    team.now("run_started", spec=spec.to_dict(), environment={**environment(), **team.environment()},
+             coupling=", ".join([spec.backend, *backend.describe(spec)]))
+    placements = team.stage(team.place, share=True)
+    team.placed(placements)
+    here = spec.replace(device=placements[team.rank]["device"])
+    after = team.after_iteration
+    with tempfile.TemporaryDirectory(prefix="couplescope-") as tmpdir:
+        prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank))
+        team.arrays_ready(prepared.arrays, prepared.outputs)
+        loads = team.stage(lambda: _timed_load(prepared), share=True)
+        team.now("model_loaded", **loaded_fields(spec, backend, prepared, loads))
+        team.loaded()
+        team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after))
+        team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after))
+        summaries = [{}] * team.world
+        if spec.profile_iterations:
+            from couplescope.worker.profiling import profile_window
+
+            summaries = team.stage(lambda: profile_window(prepared, team, spec, after) or {}, share=True)
+        team.stage(prepared.coupling.close)
+    team.now("variant_finished", summary=team.summary(summaries, placements, loads))
+
+
+def run(spec, backend, team) -> int:
+    """Run the variant; report what ends it early through the team; the exit code."""
+    try:
+        run_variant(spec, backend, team)
+        return EXIT_OK
+    except BaseException as exc:
+        return team.failed(exc)
+    finally:
+        team.flush()

@@ -1,0 +1,45 @@
+"""The bridge module contract (docs/bridge.md): import by path, check the functions.
+
+Shared by the bridge backend (which calls a module's compute by name every step) and
+by user models (`--model mine.py`, whose reference() and make_inputs() the engine
+calls): both import the module the way forpy does, by path, so it may import its
+neighbours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+
+from couplescope.protocol.errors import UsageError
+
+CONTRACT = ("initialize", "compute")
+
+
+def import_by_path(path: str, unique: str):
+    """Import a module from a file path, as forpy's import_py does with sys.path."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:  # as forpy's paths_insert: the module may import its neighbours
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(unique, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def untimed_phase(name: str):
+    """config["phase"] outside the measured loop (building the reference): times nothing."""
+    return contextlib.nullcontext()
+
+
+def check_contract(module, path: str, function: str = "compute") -> None:
+    needed = ("initialize", function)
+    missing = [f for f in needed if not callable(getattr(module, f, None))]
+    if missing:
+        raise UsageError(f"bridge module {path} lacks the contract function(s) {', '.join(missing)}; "
+                         "it must define initialize(config) and compute(inputs, output) (see docs/bridge.md)")

@@ -1,0 +1,70 @@
+"""Find workloads by name: the models/ folder (installed as couplescope.models) and user files.
+
+Names are the module names with "_" spelled "-" (`deep_linear.py` is `deep-linear`).
+Listing names reads the folder only; loading one imports it (and torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+
+from couplescope.protocol.errors import UsageError, choices_text
+
+
+def model_names() -> list[str]:
+    """Catalogue names, without importing any model (no torch)."""
+    pkg = importlib.import_module(MODELS_PACKAGE)
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(pkg.__path__)
+                  if not m.name.startswith("_"))
+
+
+#: models/ installs as this package (one module per model, found by name)
+MODELS_PACKAGE = "couplescope.models"
+#: what a --model argument names: a catalogue model, a user's TorchScript file, a bridge module
+KINDS = ("catalogue", "torchscript-file", "bridge-module")
+
+
+def is_user_model(model: str) -> bool:
+    """A model argument that names a file (a .pt TorchScript archive or a .py bridge module)."""
+    return model.endswith((".pt", ".pth", ".py")) or os.sep in model or "/" in model
+
+
+def kind(model: str) -> str:
+    """One of KINDS, from the name alone (no file is opened)."""
+    if not is_user_model(model):
+        return "catalogue"
+    return "bridge-module" if model.endswith(".py") else "torchscript-file"
+
+
+def check_model_name(model: str) -> None:
+    """Raise UsageError for an unknown catalogue name or a user file that cannot be a model.
+
+    Cheap: no torch. Deeper checks (is it loadable?) happen in the worker.
+    """
+    if is_user_model(model):
+        if not os.path.exists(model):
+            raise UsageError(f"model file not found: {model}")
+        if model.endswith(".py"):
+            return
+        import zipfile
+
+        if not zipfile.is_zipfile(model):
+            raise UsageError(f"{model} is not a TorchScript archive (save one with "
+                             "torch.jit.save); give a .pt file or a bridge module .py")
+        return
+    if model not in model_names():
+        raise UsageError(f"unknown model '{model}'; choose one of: {choices_text(model_names())}, "
+                         "or a path to a .pt TorchScript file or a .py bridge module")
+
+
+def load(model: str, input_shape=None, dtype=None):
+    """Return the Workload for a catalogue name or a user file (imports torch)."""
+    check_model_name(model)
+    if is_user_model(model):
+        from couplescope.workloads import user_models
+
+        return user_models.for_path(model, input_shape=input_shape, dtype=dtype)
+    module = importlib.import_module(f"{MODELS_PACKAGE}.{model.replace('-', '_')}")
+    return module.WORKLOAD
