@@ -30,6 +30,24 @@ def _run_outside_the_source_tree(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def command(capsys):
+    """The real `couplescope` command's main(), in this process: for input that is refused
+    (or listed) before any worker starts, without paying a torch import per test."""
+    from couplescope.frontends.command import main
+
+    def _run(*args):
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:   # argparse refuses an option by exiting
+            code = exc.code
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err, err
+        return subprocess.CompletedProcess(["couplescope", *map(str, args)], code, out, err)
+    return _run
+
+
+@pytest.fixture
 def cli(tmp_path):
     def _run(*args, **kw):
         kw.setdefault("cwd", tmp_path)
@@ -37,8 +55,13 @@ def cli(tmp_path):
     return _run
 
 
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects: the marks below must count
 def pytest_collection_modifyitems(config, items):
-    """Skip `cuda` tests with a reason when no CUDA device is present."""
+    """Tests that launch MPI ranks or use a GPU are end to end (`e2e`) too; skip `cuda`
+    tests with a reason when no CUDA device is present."""
+    for item in items:
+        if "mpi" in item.keywords or "cuda" in item.keywords:
+            item.add_marker(pytest.mark.e2e)
     try:
         import torch
 

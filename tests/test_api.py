@@ -8,9 +8,9 @@ import pytest
 import couplescope
 from couplescope import RunSpec
 
-pytestmark = pytest.mark.slow
 
 
+@pytest.mark.e2e
 def test_run_returns_the_results_document_and_writes_the_run_dir(tmp_path):
     specs = couplescope.load_preset("stride512", size=8, iterations=3, profile_iterations=0)
     doc = couplescope.run(specs, export=str(tmp_path))
@@ -38,6 +38,7 @@ def test_run_returns_the_results_document_and_writes_the_run_dir(tmp_path):
     assert again["run_directory"] != run_dir and len(os.listdir(tmp_path)) == 2
 
 
+@pytest.mark.e2e
 def test_cgdrag_makes_two_calls_per_iteration_and_passes():
     doc = couplescope.run(RunSpec(model="cgdrag", size=32, iterations=2, profile_iterations=0,
                                   backend="bridge", bridge_model="eager"))

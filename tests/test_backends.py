@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import couplescope
-from couplescope import RunSpec, catalogue
+from couplescope import RunSpec
+from couplescope.workloads import catalogue
 
-pytestmark = pytest.mark.slow
 
 SMALL = {"stride": 8, "cgdrag": 16, "simplenet": 1, "resnet18": 1, "deep-linear": 20,
          "toy-resnet": 13, "polynomial": 64}
@@ -32,6 +32,7 @@ def matrix():
 
 @pytest.mark.parametrize("model", sorted(SMALL))
 @pytest.mark.parametrize("backend,bridge_model", COUPLINGS)
+@pytest.mark.e2e
 def test_model_passes_its_check_through_each_coupling(matrix, model, backend, bridge_model):
     v = matrix[(model, backend, bridge_model)]
     assert v["status"] == "finished", v["error"]
@@ -44,11 +45,12 @@ def test_model_passes_its_check_through_each_coupling(matrix, model, backend, br
 
 
 def test_torchscript_coupling_wraps_host_memory_without_a_copy():
-    from couplescope.engine import Prepared
+    from couplescope import backends
+    from couplescope.worker.engine import prepare
 
     spec = RunSpec(model="cgdrag", size=8, profile_iterations=0)
     with tempfile.TemporaryDirectory() as tmp:
-        prepared = Prepared(spec, tmp)
+        prepared = prepare(spec, backends.get(spec.backend), tmp)
         coupling = prepared.coupling
         coupling.load()
         for name, array in prepared.arrays.items():

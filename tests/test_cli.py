@@ -15,9 +15,7 @@ import pytest
 
 from conftest import FAST
 
-pytestmark = pytest.mark.slow
-
-
+@pytest.mark.e2e
 def test_passing_run_prints_reference_lines_and_exits_0(cli):
     r = cli("--model", "simplenet", "--backend", "torchscript,bridge", *FAST)
     assert r.returncode == 0, r.stderr
@@ -30,6 +28,7 @@ def test_passing_run_prints_reference_lines_and_exits_0(cli):
     assert "comparison" in r.stdout and "vs fastest" in r.stdout
 
 
+@pytest.mark.e2e
 def test_c_layout_fails_stride_and_exits_1(cli):
     r = cli("--model", "stride", "--size", "16", "--layout", "c", *FAST)
     assert r.returncode == 1
@@ -39,12 +38,14 @@ def test_c_layout_fails_stride_and_exits_1(cli):
     assert "maximum relative error = 2.0000E+00" in r.stdout
 
 
+@pytest.mark.e2e
 def test_bridge_c_layout_also_fails(cli):
     r = cli("--model", "stride", "--size", "8", "--layout", "c", "--backend", "bridge",
             "--bridge-model", "eager", *FAST)
     assert r.returncode == 1 and "FAILED" in r.stdout
 
 
+@pytest.mark.e2e
 def test_json_document_on_stdout(cli):
     r = cli("--model", "simplenet", "--json", *FAST)
     assert r.returncode == 0
@@ -54,32 +55,15 @@ def test_json_document_on_stdout(cli):
     assert "PASSED" in r.stderr  # human lines moved to stderr
 
 
-def test_help_does_not_import_torch():
-    code = ("import sys; from couplescope.cli import build_parser; build_parser().format_help();"
-            "import couplescope.spec, couplescope.session, couplescope.headless;"
-            "print('torch' in sys.modules, 'textual' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
-    assert out.strip() == "False False"
-    r = subprocess.run([sys.executable, "-m", "couplescope", "--help"], capture_output=True, text=True)
-    assert r.returncode == 0 and "--preset" in r.stdout and "exit codes" in r.stdout
-
-
-def test_engine_and_backends_never_import_textual():
-    code = ("import sys, couplescope, couplescope.engine, couplescope.worker, couplescope.backends.torchscript,"
-            "couplescope.backends.bridge, couplescope.session, couplescope.runner;"
-            "print('textual' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
-
-
-def test_list_shows_models_backends_presets_devices(cli):
-    r = cli("--list")
+def test_list_shows_models_backends_presets_devices(command):
+    r = command("--list")
     assert r.returncode == 0
     for word in ("stride", "cgdrag", "N=512", "ncol=8192", "torchscript", "bridge", "cudagraph",
                  "stride512", "deep-linear", "cpu"):
         assert word in r.stdout
 
 
+@pytest.mark.e2e
 def test_reload_every_call_times_the_load(cli):
     r = cli("--model", "simplenet", "--reload-every-call", "--json", *FAST)
     v = json.loads(r.stdout)["variants"][0]
@@ -96,26 +80,35 @@ BAD_INPUTS = [
     (["--model", "simplenet", "--iterations", "0"], "--iterations: must be at least 1"),
     (["--model", "simplenet", "--dtype", "int8"], "unknown dtype 'int8'"),
     (["--model", "simplenet", "--layout", "zigzag"], "unknown layout 'zigzag'"),
-    (["--model", "stride", "--size", "1"], "N must be at least 2"),
     ([], "nothing to run"),
 ]
 
 
 @pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[m for _, m in BAD_INPUTS])
-def test_bad_input_one_line_exit_2_nothing_written(cli, tmp_path, args, message):
-    r = cli(*args, "--export", tmp_path / "runs", *FAST)
+def test_bad_input_one_line_exit_2_nothing_written(command, tmp_path, args, message):
+    r = command(*args, "--export", tmp_path / "runs", *FAST)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
 
 
-def test_not_a_torchscript_archive(cli, tmp_path):
+@pytest.mark.e2e
+def test_a_size_the_model_refuses_is_bad_input_from_the_worker(cli, tmp_path):
+    r = cli("--model", "stride", "--size", "1", "--export", tmp_path / "runs", *FAST)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "N must be at least 2" in lines[0], r.stderr
+    assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+def test_not_a_torchscript_archive(command, tmp_path):
     (tmp_path / "junk.pt").write_text("not a model")
-    r = cli("--model", tmp_path / "junk.pt", "--input-shape", "5", *FAST)
+    r = command("--model", tmp_path / "junk.pt", "--input-shape", "5", *FAST)
     assert r.returncode == 2 and "not a TorchScript archive" in r.stderr
 
 
+@pytest.mark.e2e
 def test_zip_that_is_not_torchscript(cli, tmp_path):
     import zipfile
 
@@ -126,22 +119,22 @@ def test_zip_that_is_not_torchscript(cli, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_unwritable_export_dir(cli, tmp_path):
+def test_unwritable_export_dir(command, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    r = cli("--model", "simplenet", "--export", blocker / "runs", *FAST)
+    r = command("--model", "simplenet", "--export", blocker / "runs", *FAST)
     assert r.returncode == 2 and "cannot be" in r.stderr
 
 
-def test_malformed_preset_names_file_and_line(cli, tmp_path):
+def test_malformed_preset_names_file_and_line(command, tmp_path):
     (tmp_path / "bad.toml").write_text('[defaults]\nmodel = "simplenet"\nwarmup = = 1\n')
-    r = cli("--preset", tmp_path / "bad.toml", *FAST)
+    r = command("--preset", tmp_path / "bad.toml", *FAST)
     assert r.returncode == 2 and "bad.toml" in r.stderr and "line 3" in r.stderr
 
 
-def test_unknown_preset_key(cli, tmp_path):
+def test_unknown_preset_key(command, tmp_path):
     (tmp_path / "bad.toml").write_text('[defaults]\nmodel = "simplenet"\nitterations = 3\n')
-    r = cli("--preset", tmp_path / "bad.toml", *FAST)
+    r = command("--preset", tmp_path / "bad.toml", *FAST)
     assert r.returncode == 2 and "unknown key 'itterations'" in r.stderr
 
 
@@ -155,6 +148,7 @@ def save_torchscript(path, module, example):
     torch.jit.save(torch.jit.trace(module, example), str(path))
 
 
+@pytest.mark.e2e
 def test_user_torchscript_model(cli, tmp_path):
     import torch
 
@@ -164,6 +158,7 @@ def test_user_torchscript_model(cli, tmp_path):
     assert r.stdout.count("PASSED") >= 3
 
 
+@pytest.mark.e2e
 def test_input_shape_the_model_rejects(cli, tmp_path):
     import torch
 
@@ -185,6 +180,7 @@ BRIDGE_OK = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_user_bridge_module_and_stdout_noise(cli, tmp_path):
     (tmp_path / "mine.py").write_text(BRIDGE_OK)
     r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4,3", *FAST)
@@ -192,6 +188,7 @@ def test_user_bridge_module_and_stdout_noise(cli, tmp_path):
     assert r.stdout.count("PASSED ::") == 3
 
 
+@pytest.mark.e2e
 def test_bridge_module_without_contract(cli, tmp_path):
     (tmp_path / "empty.py").write_text("def reference(inputs):\n    return inputs[0]\n")
     r = cli("--model", tmp_path / "empty.py", "--backend", "bridge", "--input-shape", "4", *FAST)
@@ -199,6 +196,7 @@ def test_bridge_module_without_contract(cli, tmp_path):
     assert "lacks the contract function(s) initialize, compute" in r.stderr
 
 
+@pytest.mark.e2e
 def test_rebinding_never_reaches_host_memory(cli, tmp_path):
     # forpy's pitfall: `output = ...` rebinds a name; only in-place writes reach the host
     (tmp_path / "rebind.py").write_text(BRIDGE_OK.replace("output[...] = 3.0 * inputs[0]",
@@ -207,6 +205,7 @@ def test_rebinding_never_reaches_host_memory(cli, tmp_path):
     assert r.returncode == 1 and "FAILED" in r.stdout and "NaN" in r.stdout
 
 
+@pytest.mark.e2e
 def test_nan_and_wrong_shape_are_failed_checks_not_crashes(cli, tmp_path):
     import torch
 
@@ -227,6 +226,7 @@ def test_nan_and_wrong_shape_are_failed_checks_not_crashes(cli, tmp_path):
     assert r.returncode == 1 and "maximum relative error = NaN" in r.stdout
 
 
+@pytest.mark.e2e
 def test_ctrl_c_keeps_what_was_measured_and_exits_130(tmp_path):
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "stride", "--size", "48",
@@ -262,6 +262,7 @@ def test_python_dash_m_and_version():
     assert r.returncode == 0 and r.stdout.startswith("couplescope ")
 
 
+@pytest.mark.e2e
 def test_worker_that_dies_is_reported_not_hung(cli, tmp_path):
     (tmp_path / "crash.py").write_text(BRIDGE_OK.replace(
         'output[...] = 3.0 * inputs[0]', 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'))
@@ -274,7 +275,7 @@ def test_worker_that_dies_is_reported_not_hung(cli, tmp_path):
 
 
 def test_launcher_args_may_start_with_a_dash():
-    from couplescope.cli import _glue_pass_through, build_parser
+    from couplescope.frontends.cli.parser import _glue_pass_through, build_parser
 
     argv = _glue_pass_through(["--model", "simplenet", "--launcher-args", "--report-bindings", "--ranks", "2"])
     args = build_parser().parse_args(argv)
@@ -284,6 +285,7 @@ def test_launcher_args_may_start_with_a_dash():
 SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.e2e
 def test_runs_from_inside_the_source_checkout():
     """The README's command is typed in the clone: `python -m` there puts the source tree
     (where models/ and presets/ sit beside the package) first on sys.path."""
@@ -303,6 +305,6 @@ def test_runs_from_inside_the_source_checkout():
     (["--model", "simplenet", "--bridge-model", "eager"], "--bridge-model applies to --backend bridge"),
     (["--model", "simplenet", "--ranks", "4"], "--ranks applies to --backend mpi"),
 ])
-def test_options_that_apply_to_nothing_are_refused(cli, args, message):
-    r = cli(*args, *FAST)
+def test_options_that_apply_to_nothing_are_refused(command, args, message):
+    r = command(*args, *FAST)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -14,15 +14,15 @@ import textwrap
 
 import pytest
 
-from couplescope.diagnostics import Diagnostician
-from couplescope.session import Listener, Session
-from couplescope.spec import RunSpec
-from couplescope.telemetry import TelemetryListener
+from couplescope.core.telemetry.diagnostics import Diagnostician
+from couplescope.core.session import Listener, Session
+from couplescope.protocol.spec import RunSpec
+from couplescope.core.telemetry.listener import TelemetryListener
 
 MIB = 2**20
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_more_threads_than_cores_warns_in_the_output_and_in_results_json(cli, tmp_path):
     r = cli("--model", "stride", "--size", "32", "--threads", "8", "--iterations", "100", "--warmup", "1",
             "--profile-iterations", "0", "--telemetry-hz", "20", "--quiet", "--export", "runs",
@@ -38,7 +38,7 @@ def test_more_threads_than_cores_warns_in_the_output_and_in_results_json(cli, tm
     assert "8 torch threads" in over[0]["message"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_no_warning_when_threads_fit(cli):
     r = cli("--model", "simplenet", "--threads", "2", "--iterations", "20", "--profile-iterations", "0",
             "--telemetry-hz", "20", "--quiet")
@@ -97,7 +97,7 @@ class Diagnostics(Listener):
             self.found.append(ev)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_leak_and_a_binding_are_named_in_real_runs(tmp_path):
     (tmp_path / "leaky.py").write_text(textwrap.dedent(LEAKY))
     (tmp_path / "pinned.py").write_text(textwrap.dedent(PINNED))

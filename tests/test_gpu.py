@@ -34,8 +34,8 @@ def one_line(stderr: str) -> str:
 # -- without CUDA: refusals -------------------------------------------------------------
 
 @no_cuda_here
-def test_list_says_cudagraph_needs_a_cuda_device(cli):
-    r = cli("--list")
+def test_list_says_cudagraph_needs_a_cuda_device(command):
+    r = command("--list")
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith("cudagraph "))
     assert "unavailable: needs a CUDA device:" in row
@@ -61,8 +61,8 @@ REFUSALS = [
 
 @no_cuda_here
 @pytest.mark.parametrize("args,start", REFUSALS, ids=[" ".join(a) for a, _ in REFUSALS])
-def test_asking_for_a_gpu_without_one_exits_2_with_one_line(cli, tmp_path, args, start):
-    r = cli(*args, "--export", tmp_path / "runs", *FAST)
+def test_asking_for_a_gpu_without_one_exits_2_with_one_line(command, tmp_path, args, start):
+    r = command(*args, "--export", tmp_path / "runs", *FAST)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert one_line(r.stderr).startswith(start), r.stderr
     assert "==" not in r.stdout  # no variant started
@@ -70,11 +70,12 @@ def test_asking_for_a_gpu_without_one_exits_2_with_one_line(cli, tmp_path, args,
 
 
 @no_cuda_here
+@pytest.mark.e2e
 def test_worker_refuses_too_when_validation_was_skipped():
     """A spec that reaches a worker unvalidated (Session used directly) still gets the
     one-line usage failure, not an AssertionError from a CPU-only torch."""
-    from couplescope.session import Session
-    from couplescope.spec import RunSpec
+    from couplescope.core.session import Session
+    from couplescope.protocol.spec import RunSpec
 
     specs = [RunSpec(model="simplenet", backend="cudagraph", device="cuda", iterations=1,
                      profile_iterations=0),
@@ -87,6 +88,7 @@ def test_worker_refuses_too_when_validation_was_skipped():
     assert builder.exit_code() == 2
 
 
+@pytest.mark.e2e
 def test_pinned_on_the_cpu_changes_nothing(cli):
     """--pinned only concerns device copies: on the CPU the run is the ordinary one."""
     r = cli("--model", "simplenet", "--pinned", "--json", *FAST)
@@ -102,8 +104,8 @@ def test_importing_engine_and_gpu_modules_touches_no_cuda():
     (torch.cuda.is_available() asks the driver without creating a context)."""
     code = (
         "import sys\n"
-        "import couplescope.engine, couplescope.backends.cudagraph, couplescope.backends.torchscript\n"
-        "import couplescope.transfer, couplescope.devices, couplescope.coupling\n"
+        "import couplescope.worker.engine, couplescope.backends.cudagraph, couplescope.backends.torchscript\n"
+        "import couplescope.backends.transfer, couplescope.backends.devices, couplescope.backends.base\n"
         "print('torch' in sys.modules)\n"
         "import torch\n"
         "from couplescope import backends\n"
@@ -220,7 +222,7 @@ def test_device_transfers_pass_their_checks(model, size, pinned):
 def test_pinned_host_arrays_are_page_locked_copies():
     import numpy as np
 
-    from couplescope.devices import page_locked
+    from couplescope.backends.devices import page_locked
 
     host = {"x": np.asfortranarray(np.arange(12.0).reshape(3, 4)), "y": np.zeros((5,), np.float32)}
     pinned = page_locked(host)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from couplescope.layout import ftorch_strides, numpy_view, permutation, strides_for
+from couplescope.backends.host_memory import ftorch_strides, numpy_view, permutation, strides_for
 
 
 def test_fortran_layout_gives_column_major_strides():
@@ -29,7 +29,7 @@ def test_fortran_strides_match_numpy_for_a_fortran_array():
 
 
 def test_wrapping_is_no_copy_and_c_layout_transposes():
-    from couplescope.layout import flat_memory
+    from couplescope.backends.host_memory import flat_memory
 
     a = np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4))
     good = torch.from_numpy(flat_memory(a)).as_strided(a.shape, strides_for(a, "fortran"))

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from couplescope import catalogue
-from couplescope.workload import numpy_dtype
+from couplescope.workloads import catalogue
+from couplescope.workloads.base import numpy_dtype
 
 # small sizes keep the whole file in a few seconds; other models use their default
 SMALL = {"stride": 8, "cgdrag": 16, "resnet18": 1, "deep-linear": 20, "toy-resnet": 13,

@@ -19,10 +19,11 @@ import time
 import psutil
 import pytest
 
-from couplescope import backends, mpi_stats
+from couplescope import backends
+from couplescope.results import ranks as mpi_stats
 from couplescope.backends.mpi import BACKEND, explain_launcher_output
-from couplescope.mpi_worker import cores_text, format_values, reference_lines
-from couplescope.spec import RunSpec
+from couplescope.backends.mpi.team import cores_text, format_values, reference_lines
+from couplescope.protocol.spec import RunSpec
 
 needs_mpi = pytest.mark.skipif(backends.unavailable("mpi") is not None,
                                reason=f"MPI unavailable: {backends.unavailable('mpi')}")
@@ -226,7 +227,7 @@ def test_a_rank_that_dies_fails_the_run_naming_the_rank(tmp_path):
 @pytest.mark.mpi
 @needs_mpi
 def test_stopping_a_run_ends_every_rank_and_keeps_what_was_measured():
-    from couplescope.session import Listener, Session
+    from couplescope.core.session import Listener, Session
 
     spec = RunSpec(model="simplenet", backend="mpi", warmup=1, iterations=100000, seed=9191,
                    profile_iterations=0)
@@ -265,7 +266,7 @@ def test_more_ranks_than_cores_without_oversubscribe_is_explained(cli):
 
 
 # -- MPI missing: the real CLI in a Python that cannot import mpi4py ---------------------
-BLOCKED = ("-c", "import sys; sys.modules['mpi4py'] = None; from couplescope.cli import main; "
+BLOCKED = ("-c", "import sys; sys.modules['mpi4py'] = None; from couplescope.frontends.command import main; "
                  "sys.exit(main(sys.argv[1:]))")
 NO_VENV_PATH = {"PATH": "/usr/bin:/bin"}
 
@@ -292,8 +293,8 @@ def test_missing_srun_is_explained(cli):
     assert "srun is not on PATH" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_one_rank_is_refused(cli):
-    proc = cli("--model", "simplenet", "--backend", "mpi", "--ranks", "1")
+def test_one_rank_is_refused(command):
+    proc = command("--model", "simplenet", "--backend", "mpi", "--ranks", "1")
     assert proc.returncode == 2 and "needs at least 2 ranks" in proc.stderr
 
 
@@ -367,14 +368,16 @@ def test_statistics_across_ranks():
     # an unranked run passes through unchanged: its headline is every timed iteration
     plain = [{"index": 1, "kind": "timed", "seconds": 1.0}, {"index": 2, "kind": "timed", "seconds": 2.0}]
     assert mpi_stats.slowest_per_iteration(plain) == plain and not mpi_stats.ranked(plain)
-    lines = mpi_stats.report_lines(its, [{"rank": 0, "host": "h", "cores_text": "0", "threads": 1,
+    from couplescope.frontends.cli.ranks_report import report_lines
+
+    lines = report_lines(its, [{"rank": 0, "host": "h", "cores_text": "0", "threads": 1,
                                           "device": "cpu"}])
     assert lines[0] == "per rank (timed iterations):" and "FAILED 1" in lines[1]
 
 
 def test_rank_device_mapping():
-    from couplescope.errors import UsageError
-    from couplescope.mpi_worker import rank_device
+    from couplescope.protocol.errors import UsageError
+    from couplescope.backends.mpi.team import rank_device
 
     assert [rank_device("cuda", r, 2) for r in range(4)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
     assert rank_device("cuda:1", 0, 2) == "cuda:1" and rank_device("cpu", 3, 0) == "cpu"
@@ -413,7 +416,7 @@ def test_ranks_spread_over_the_gpus(tmp_path, cli):
 
 
 def test_more_ranks_than_cores_on_a_host_is_a_warning():
-    from couplescope.mpi_worker import oversubscribed_hosts
+    from couplescope.backends.mpi.team import oversubscribed_hosts
 
     infos = [{"host": "a", "host_cores": 2}] * 3 + [{"host": "b", "host_cores": 2}] * 2
     found = oversubscribed_hosts(infos)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from couplescope import presets
-from couplescope.errors import UsageError
-from couplescope.spec import validate
+from couplescope.core import presets
+from couplescope.protocol.errors import UsageError
+from couplescope.core.validation import validate
 
 
 def test_required_presets_ship():

@@ -18,10 +18,12 @@ import sys
 
 import pytest
 
-from couplescope.profiling import MAX_OPS_ENV, TRACE_DIR_ENV, window_shape
-from couplescope.session import Listener
-from couplescope.spec import RunSpec
-from couplescope.trace_summary import format_lines, self_times, summarize_events, summarize_files
+from couplescope.protocol.contract import MAX_OPS_ENV, TRACE_DIR_ENV
+from couplescope.worker.profiling import window_shape
+from couplescope.core.session import Listener
+from couplescope.protocol.spec import RunSpec
+from couplescope.frontends.cli.trace_lines import format_lines
+from couplescope.worker.trace_summary import self_times, summarize_events, summarize_files
 
 VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
 TIMED, PROFILED = 4, 3
@@ -56,6 +58,7 @@ def trace_file(run_dir, name):
     return path
 
 
+@pytest.mark.e2e
 def test_profiled_iterations_are_reported_but_never_in_the_statistics(run):
     _, results, _ = run
     for name in VARIANTS:
@@ -73,6 +76,7 @@ def test_profiled_iterations_are_reported_but_never_in_the_statistics(run):
         assert (v["profile"]["warmup_iterations"], v["profile"]["recorded_iterations"]) == (warm, rec)
 
 
+@pytest.mark.e2e
 def test_trace_layout_is_one_tensorboard_run_per_variant(run):
     run_dir, results, _ = run
     assert sorted(os.listdir(os.path.join(run_dir, "traces"))) == sorted(VARIANTS)
@@ -89,6 +93,7 @@ def test_trace_layout_is_one_tensorboard_run_per_variant(run):
     assert all(os.path.exists(ev["path"]) for ev in written)
 
 
+@pytest.mark.e2e
 def test_phase_ranges_and_metadata_are_in_the_trace_by_name(run):
     run_dir, _, _ = run
     for name in VARIANTS:
@@ -101,6 +106,7 @@ def test_phase_ranges_and_metadata_are_in_the_trace_by_name(run):
         assert trace["record_shapes"] == 1 and trace["profile_memory"] == 1
 
 
+@pytest.mark.e2e
 def test_trace_summary_is_stored_and_printed(run):
     _, results, stdout = run
     for name in VARIANTS:
@@ -116,6 +122,7 @@ def test_trace_summary_is_stored_and_printed(run):
     assert f"traces: couplescope --tensorboard {run[0]}" in stdout
 
 
+@pytest.mark.e2e
 def test_scalars_hold_every_iteration(run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -130,6 +137,7 @@ def test_scalars_hold_every_iteration(run):
         assert len(acc.Scalars("phase_seconds/forward")) == 1 + TIMED + PROFILED
 
 
+@pytest.mark.e2e
 def test_trace_summary_from_a_real_trace_file(run):
     run_dir, _, _ = run
     path = trace_file(run_dir, "simplenet-torchscript")
@@ -184,8 +192,9 @@ class EnvPerVariant(Listener):
         return self.env_by_label.get(spec.label, {})
 
 
+@pytest.mark.e2e
 def test_profiler_failure_keeps_the_timings(tmp_path):
-    from couplescope.api import run as run_specs
+    from couplescope.frontends.api import run as run_specs
 
     blocker = tmp_path / "a-file"
     blocker.write_text("the trace directory cannot be created under a file\n")
@@ -198,9 +207,10 @@ def test_profiler_failure_keeps_the_timings(tmp_path):
     assert any("profiling failed" in d["message"] for d in v["diagnostics"])
 
 
+@pytest.mark.e2e
 def test_operator_budget_shortens_or_skips_the_window(tmp_path):
     """StrideNet at N = 16 dispatches about 1,600 operators per iteration."""
-    from couplescope.api import run as run_specs
+    from couplescope.frontends.api import run as run_specs
 
     specs = [RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, name="skipped"),
              RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, name="shortened")]
@@ -218,8 +228,9 @@ def test_operator_budget_shortens_or_skips_the_window(tmp_path):
     assert shortened["trace_summary"]["iterations"] == 1
 
 
+@pytest.mark.e2e
 def test_without_export_the_summary_stays_and_no_trace_is_left(tmp_path):
-    from couplescope.api import run as run_specs
+    from couplescope.frontends.api import run as run_specs
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -231,8 +242,9 @@ def test_without_export_the_summary_stays_and_no_trace_is_left(tmp_path):
     assert not glob.glob(str(scratch / "couplescope-trace-*"))
 
 
+@pytest.mark.e2e
 def test_profile_iterations_zero_turns_profiling_off(tmp_path):
-    from couplescope.api import run as run_specs
+    from couplescope.frontends.api import run as run_specs
 
     (v,) = run_specs([RunSpec(model="simplenet", iterations=2, profile_iterations=0)])["variants"]
     assert "profile" not in v and "trace_summary" not in v
@@ -255,7 +267,7 @@ def test_unwritable_export_directory_exits_2_and_writes_nothing(cli, tmp_path):
 
 @pytest.mark.mpi
 def test_under_mpi_each_rank_is_a_worker_of_the_variant(tmp_path, monkeypatch):
-    from couplescope.api import run as run_specs
+    from couplescope.frontends.api import run as run_specs
 
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -263,10 +275,11 @@ def test_under_mpi_each_rank_is_a_worker_of_the_variant(tmp_path, monkeypatch):
     doc = run_specs([spec], export=str(tmp_path), telemetry_hz=0)
     (v,) = doc["variants"]
     assert v["status"] == "finished", v["error"]
+    assert v["name"] == "simplenet-mpi-torchscriptx2"   # the request names the variant
     (run_dir,) = glob.glob(str(tmp_path / "*"))
-    pattern = os.path.join(run_dir, "traces", spec.label, "*.pt.trace.json.gz")
+    pattern = os.path.join(run_dir, "traces", v["name"], "*.pt.trace.json.gz")
     files = sorted(os.path.basename(p) for p in glob.glob(pattern))
     assert [f.split(".")[0] for f in files] == ["rank0", "rank1"]
     for rank, name in enumerate(files):
-        with gzip.open(os.path.join(run_dir, "traces", spec.label, name), "rt", encoding="utf-8") as f:
+        with gzip.open(os.path.join(run_dir, "traces", v["name"], name), "rt", encoding="utf-8") as f:
             assert json.load(f)["distributedInfo"] == {"rank": rank, "world_size": 2, "backend": "mpi"}

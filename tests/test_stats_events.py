@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from couplescope import events, stats
+from couplescope.protocol import events
+from couplescope.results import stats
 
 
 def test_summary_matches_numpy():

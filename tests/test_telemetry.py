@@ -15,12 +15,13 @@ import time
 
 import pytest
 
-from couplescope import events
-from couplescope.gpu_telemetry import NA, GpuProbe, query
-from couplescope.session import Listener, Session
-from couplescope.spec import RunSpec
-from couplescope.telemetry import IterationTracker, SamplerThread, TelemetryListener, TreeSampler
-from couplescope.telemetry_record import TIMELINE_BOUND, TelemetryRecord, scalar_series
+from couplescope.protocol import events
+from couplescope.core.telemetry.gpu import NA, GpuProbe, query
+from couplescope.core.session import Listener, Session
+from couplescope.protocol.spec import RunSpec
+from couplescope.core.telemetry.listener import IterationTracker, TelemetryListener
+from couplescope.core.telemetry.sampler import SamplerThread, TreeSampler
+from couplescope.results.telemetry import TIMELINE_BOUND, TelemetryRecord, scalar_series
 
 HZ = 20.0
 
@@ -57,7 +58,7 @@ def two_variant_run():
     return specs, recorder, builder
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_samples_arrive_at_the_configured_rate_and_cover_the_worker(two_variant_run):
     specs, rec, builder = two_variant_run
     for spec in specs:
@@ -91,7 +92,7 @@ def test_samples_arrive_at_the_configured_rate_and_cover_the_worker(two_variant_
     assert len(timed) >= 5 and timed == sorted(timed) and max(timed) <= 400
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_no_gpu_path_gives_na_without_errors_and_says_so_once(two_variant_run):
     specs, rec, builder = two_variant_run
     if GpuProbe().available:
@@ -112,7 +113,7 @@ def test_no_gpu_path_gives_na_without_errors_and_says_so_once(two_variant_run):
         assert 10 <= summary["rate_hz"] <= 22
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_results_json_holds_timeline_and_summary_and_headless_prints_a_line(cli, tmp_path):
     r = cli("--model", "stride", "--size", "32", "--iterations", "200", "--warmup", "1",
             "--profile-iterations", "0", "--telemetry-hz", "20", "--quiet", "--export", "runs")
@@ -270,7 +271,7 @@ def _mpi_works() -> bool:
 
 
 @pytest.mark.mpi
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(not _mpi_works(), reason="the mpi backend is not available here")
 def test_telemetry_covers_both_mpi_ranks(monkeypatch):
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -291,8 +292,8 @@ def test_telemetry_covers_both_mpi_ranks(monkeypatch):
 
 
 @pytest.mark.parametrize("rate", ["-1", "nan", "inf", "500"])
-def test_a_bad_rate_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, rate):
-    r = cli("--model", "simplenet", f"--telemetry-hz={rate}", "--export", "runs")
+def test_a_bad_rate_is_one_line_exit_2_and_writes_nothing(command, tmp_path, rate):
+    r = command("--model", "simplenet", f"--telemetry-hz={rate}", "--export", "runs")
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "--telemetry-hz must be between 0 (off) and 100" in r.stderr
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")

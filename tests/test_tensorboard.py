@@ -92,6 +92,7 @@ def server(run_dir):
                 pass
 
 
+@pytest.mark.e2e
 def test_both_variants_open_in_the_profiler_plugin(server):
     port, proc = server
     deadline = time.monotonic() + WAIT_SECONDS
@@ -112,6 +113,7 @@ def test_both_variants_open_in_the_profiler_plugin(server):
         assert "iteration_seconds/timed" in tags[name] and "phase_seconds/forward" in tags[name]
 
 
+@pytest.mark.e2e
 def test_ctrl_c_stops_tensorboard_cleanly(server):
     port, proc = server
     assert port_open(port)
@@ -138,6 +140,7 @@ def test_a_directory_without_traces_exits_2_with_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such directory" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_a_port_in_use_exits_2_with_one_line(run_dir):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -146,10 +149,11 @@ def test_a_port_in_use_exits_2_with_one_line(run_dir):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "in use" in proc.stderr, proc.stderr
 
 
+@pytest.mark.e2e
 def test_missing_plugin_says_what_to_install(run_dir):
     """Marks the plugin unimportable the way Python itself does (sys.modules[name] = None)."""
     code = ("import sys; sys.modules['torch_tb_profiler'] = None\n"
-            "from couplescope.cli import main\n"
+            "from couplescope.frontends.command import main\n"
             f"sys.exit(main(['--tensorboard', {str(run_dir)!r}]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2

@@ -1,4 +1,5 @@
-"""The real Textual app driven by Pilot: real engine, real worker processes, small sizes.
+"""The real Textual app driven by Pilot. Tests marked e2e run real worker processes at
+small sizes; the rest drive the form and widgets (test_tui_replay.py plays recorded runs).
 
 Waits poll the app's state with pilot.pause() in bounded loops (a slow shared machine
 makes runs take seconds, never a fixed sleep).
@@ -15,21 +16,20 @@ import psutil
 import pytest
 from textual.widgets import Input, Select
 
-from couplescope.cli import build_parser
-from couplescope.presets import load_preset
-from couplescope.tui.app import CoupleScopeApp
-from couplescope.tui.compare import CompareScreen
-from couplescope.tui.help import HelpScreen
-from couplescope.tui.listener import AppListener
+from couplescope.frontends.cli.parser import build_parser, options_from
+from couplescope.core.presets import load_preset
+from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.help import HelpScreen
+from couplescope.frontends.tui.listener import AppListener
 from couplescope.backends.mpi import INSTALL_HINT
-from couplescope.tui.watch import MAX_TABLE_ROWS, PlotLegend, TimePlot, legend_lines, x_ticks
-from couplescope.tui import messages as m
+from couplescope.frontends.tui.watch import MAX_TABLE_ROWS, PlotLegend, TimePlot, legend_lines, x_ticks
+from couplescope.frontends.tui import messages as m
 
 SIZE = (120, 40)
 
 
 def make_app(*argv, **kw) -> CoupleScopeApp:
-    return CoupleScopeApp(build_parser().parse_args(list(argv)), **kw)
+    return CoupleScopeApp(options_from(build_parser().parse_args(list(argv))), **kw)
 
 
 async def wait_for(pilot, condition, timeout: float = 90.0, what: str = "condition") -> None:
@@ -65,6 +65,7 @@ def table_checks(app) -> list[str]:
     return list(table.checks)
 
 
+@pytest.mark.e2e
 async def test_preset_from_the_form_runs_and_shows_passed_rows_and_statistics():
     app = make_app("--telemetry-hz", "0", load_catalogue=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -102,7 +103,7 @@ async def test_options_from_the_command_line_are_filled_in():
         assert app.query_one("#iterations", Input).value == "200"
         assert app.query_one("#backends").selected == ["bridge"]
         options = app.query_one("#form").options()
-        assert (options.model, options.iterations, options.backend) == ("simplenet", 200, "bridge")
+        assert (options.model, options.overrides["iterations"], options.backends) == ("simplenet", 200, ["bridge"])
 
 
 async def test_a_preset_from_the_command_line_is_filled_in_and_options_override_it():
@@ -111,7 +112,8 @@ async def test_a_preset_from_the_command_line_is_filled_in_and_options_override_
         await pilot.pause()
         assert app.query_one("#preset", Select).value == "cgdrag"
         assert app.query_one("#model", Select).is_blank()
-        _, title, specs = app.query_one("#form").build()
+        req = app.query_one("#form").build()
+        title, specs = req.title, req.specs
         assert title == "cgdrag"
         assert [s.label for s in specs] == [s.label for s in load_preset("cgdrag")[1]]
         assert {s.iterations for s in specs} == {7}
@@ -138,6 +140,7 @@ async def test_bad_input_is_shown_and_nothing_runs():
         assert app.is_running
 
 
+@pytest.mark.e2e
 async def test_engine_failure_appears_in_the_app_and_does_not_close_it():
     # stride needs N >= 2 (its check negates element [0, 1]): the worker rejects N = 1
     app = make_app("--model", "stride", "--size", "1", "--iterations", "3", "--telemetry-hz", "0",
@@ -152,6 +155,7 @@ async def test_engine_failure_appears_in_the_app_and_does_not_close_it():
         assert app.is_running
 
 
+@pytest.mark.e2e
 async def test_stop_midway_keeps_what_was_measured_and_second_run_is_refused():
     app = make_app("--model", "stride", "--size", "16", "--iterations", "100000", "--warmup", "1",
                    "--profile-iterations", "0", "--telemetry-hz", "0", load_catalogue=False)
@@ -176,6 +180,7 @@ async def test_stop_midway_keeps_what_was_measured_and_second_run_is_refused():
         assert len(table_checks(app)) <= MAX_TABLE_ROWS   # capped, not 100000
 
 
+@pytest.mark.e2e
 async def test_quitting_during_a_run_leaves_no_child_process():
     app = make_app("--model", "stride", "--size", "16", "--iterations", "100000", "--profile-iterations", "0",
                    load_catalogue=False)
@@ -195,36 +200,7 @@ async def test_quitting_during_a_run_leaves_no_child_process():
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-async def test_compare_two_runs_side_by_side():
-    app = make_app("--model", "simplenet", "--iterations", "20", "--profile-iterations", "0",
-                   "--telemetry-hz", "0", load_catalogue=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("r")
-        await wait_for(pilot, run_over(app), what="run 1")
-        app.query_one("#backends").select("bridge")
-        await pilot.press("r")
-        await wait_for(pilot, lambda: len(app.runs) == 2 and app.active is None, what="run 2")
-        await pilot.press("c")
-        await pilot.pause()
-        assert isinstance(app.screen, CompareScreen)
-        table = app.screen.query_one("#compare-table")
-        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#2 simplenet-bridge-torchscript"]
-        assert "1.00x" in [r[3] for r in rows]
-        assert all(r[6] == "PASSED" and r[5] == "20" for r in rows)
-        assert all(r[1].endswith("s") and r[4].endswith("s") for r in rows)   # median and overhead
-        await pilot.press("space")                   # leave the first variant out
-        await pilot.pause()
-        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][7] == "1"
-        assert list(app.screen.builder.variants) == ["#2 simplenet-bridge-torchscript"]
-        await pilot.press("space")                   # and put it back
-        await pilot.pause()
-        assert len(app.screen.builder.variants) == 2
-        await pilot.press("escape")
-        assert not isinstance(app.screen, CompareScreen)
-
-
+@pytest.mark.e2e
 async def test_export_writes_results_and_traces(tmp_path):
     out = tmp_path / "exports"
     app = make_app("--model", "simplenet", "--iterations", "10", "--profile-iterations", "2",
@@ -243,7 +219,7 @@ async def test_export_writes_results_and_traces(tmp_path):
     lines = open(os.path.join(path, "events.jsonl")).read().splitlines()
     assert sum('"event":"iteration"' in line for line in lines) == 1 + 10 + 2
     try:
-        import couplescope.profiling  # noqa: F401  (traces exist once profiling does)
+        import couplescope.worker.profiling  # noqa: F401  (traces exist once profiling does)
     except ImportError:
         pytest.skip("profiling is not built yet: no traces to find")
     traces = glob.glob(os.path.join(path, "traces", "*", "*.pt.trace.json*"))

@@ -1,24 +1,16 @@
 """Screen snapshots of the real app (pytest-textual-snapshot).
 
-The runs are real (worker processes, real timings), so the app is started in redacted
-mode: every measured number is drawn as a fixed mask and the time plot's values are
-flattened, while everything else (layout, labels, iteration counts, PASSED/FAILED,
-progress, legends, axes) is compared exactly. Update with `pytest --snapshot-update`.
+The runs shown are recorded real runs played back (couplescope.core.replay), so every
+number on screen is the recording's and a snapshot compares exactly: layout, labels,
+figures, plots. Update with `pytest --snapshot-update` after an intended change, and
+look at the new SVGs.
 """
 
 from __future__ import annotations
 
 import time
 
-from couplescope.cli import build_parser
-from couplescope.tui.app import CoupleScopeApp
-
-RUN = ["--model", "simplenet", "--iterations", "20", "--warmup", "2", "--profile-iterations", "0",
-       "--telemetry-hz", "0"]
-
-
-def make_app(*argv) -> CoupleScopeApp:
-    return CoupleScopeApp(build_parser().parse_args(list(argv)), redact=True)
+from test_tui_replay import replay_app, run_replay
 
 
 async def wait_for(pilot, condition, timeout: float = 90.0) -> None:
@@ -35,45 +27,52 @@ async def settle(pilot) -> None:
     await pilot.pause()
 
 
-async def run_once(pilot) -> None:
-    app = pilot.app
-    await wait_for(pilot, lambda: app.catalogue_ready)
-    count = len(app.runs)
-    await pilot.press("r")
-    await wait_for(pilot, lambda: len(app.runs) == count + 1 and app.active is None)
+def with_catalogue(name: str):
+    app = replay_app(name)
+    app._load_catalogue = True   # the form as a user sees it: default sizes, backend reasons
+    return app
+
+
+async def loaded(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.catalogue_ready)
+    await settle(pilot)
+
+
+async def after_a_run(pilot) -> None:
+    await loaded(pilot)
+    await run_replay(pilot)
     await settle(pilot)
 
 
 def test_main_screen_before_a_run(snap_compare):
-    async def before(pilot):
-        await wait_for(pilot, lambda: pilot.app.catalogue_ready)
-        await settle(pilot)
-
-    assert snap_compare(make_app(*RUN), terminal_size=(120, 40), run_before=before)
+    assert snap_compare(with_catalogue("two-backends"), terminal_size=(120, 40), run_before=loaded)
 
 
 def test_main_screen_before_a_run_small_terminal(snap_compare):
-    async def before(pilot):
-        await wait_for(pilot, lambda: pilot.app.catalogue_ready)
-        await settle(pilot)
-
-    assert snap_compare(make_app(*RUN), terminal_size=(80, 24), run_before=before)
+    assert snap_compare(with_catalogue("two-backends"), terminal_size=(80, 24), run_before=loaded)
 
 
 def test_main_screen_after_a_run(snap_compare):
-    assert snap_compare(make_app(*RUN), terminal_size=(120, 40), run_before=run_once)
+    assert snap_compare(with_catalogue("two-backends"), terminal_size=(120, 40), run_before=after_a_run)
 
 
 def test_compare_view(snap_compare):
     async def before(pilot):
-        await run_once(pilot)
-        pilot.app.main.query_one("#backends").select("bridge")
-        await run_once(pilot)
+        await after_a_run(pilot)
         await pilot.press("c")
         await settle(pilot)
 
-    assert snap_compare(make_app(*RUN), terminal_size=(120, 40), run_before=before)
+    assert snap_compare(with_catalogue("two-backends"), terminal_size=(120, 40), run_before=before)
+
+
+def test_telemetry_view(snap_compare):
+    async def before(pilot):
+        await after_a_run(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+
+    assert snap_compare(with_catalogue("telemetry"), terminal_size=(120, 40), run_before=before)
 
 
 def test_help_screen(snap_compare):
-    assert snap_compare(make_app(*RUN), terminal_size=(80, 24), press=["question_mark"])
+    assert snap_compare(with_catalogue("two-backends"), terminal_size=(80, 24), press=["question_mark"])

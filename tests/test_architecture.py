@@ -1,0 +1,99 @@
+"""The layering and the protocol, checked: who imports whom, what imports are cheap, and
+that the event table, the docs and real runs agree."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from couplescope.protocol import events
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_import_contracts_hold():
+    """pyproject.toml's import-linter contracts: layers, independent front ends, no
+    worker-side import in the parent, events-only results and exporters, textual only
+    in the app."""
+    linter = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or shutil.which("lint-imports")
+    assert linter, "lint-imports is missing: pip install '.[test]'"
+    r = subprocess.run([linter, "--config", os.path.join(ROOT, "pyproject.toml"), "--no-cache"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "broken" in r.stdout and " 0 broken" in r.stdout
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "; import sys; print(' '.join(sys.modules))"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def test_help_and_the_parent_pipeline_import_no_torch_or_textual():
+    mods = _modules_after("from couplescope.frontends.cli.parser import build_parser; "
+                          "build_parser().format_help(); import couplescope.frontends.command, "
+                          "couplescope.core.pipeline, couplescope.core.request, couplescope.frontends.cli.printer")
+    assert "torch" not in mods and "textual" not in mods
+    r = subprocess.run([sys.executable, "-m", "couplescope", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--preset" in r.stdout and "exit codes" in r.stdout
+
+
+def test_the_worker_and_the_library_never_import_textual():
+    mods = _modules_after("import couplescope, couplescope.worker.engine, couplescope.worker.main, "
+                          "couplescope.backends.torchscript, couplescope.backends.bridge, "
+                          "couplescope.backends.mpi.team, couplescope.core.session, couplescope.core.pipeline, "
+                          "couplescope.frontends.api")
+    assert "textual" not in mods
+
+
+def test_the_parent_never_imports_the_worker_side():
+    mods = _modules_after("import couplescope.core.pipeline, couplescope.core.request, couplescope.frontends.api, "
+                          "couplescope.frontends.cli.headless, couplescope.export.traces")
+    assert not {m for m in mods if m.startswith("couplescope.worker")}
+
+
+def _documented_events() -> dict[str, tuple[set, set]]:
+    text = open(os.path.join(ROOT, "docs", "results.md"), encoding="utf-8").read()
+    section = text.split("## events.jsonl", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[0].startswith("`"):
+            names = lambda cell: set(re.findall(r"`([a-z_]+)`", cell))  # noqa: E731
+            table[cells[0].strip("`")] = (names(cells[2]), names(cells[3]))
+    return table
+
+
+def test_docs_document_exactly_the_event_table():
+    documented = _documented_events()
+    assert set(documented) == set(events.EVENTS)
+    for name, kind in events.EVENTS.items():
+        assert documented[name] == (set(kind.fields), set(kind.optional)), name
+
+
+def test_make_refuses_an_unknown_event_and_conforms_names_what_is_wrong():
+    with pytest.raises(ValueError):
+        events.make("iteration_done", "v")
+    ev = events.make("log", "v", message="hi")
+    assert events.conforms(ev) is None
+    assert "lacks message" in events.conforms({k: v for k, v in ev.items() if k != "message"})
+    assert "undocumented extra" in events.conforms({**ev, "extra": 1})
+
+
+def test_a_backend_is_a_module_and_a_registry_line_with_every_hook_documented():
+    from couplescope import backends
+    from couplescope.backends.base import Backend, Team
+
+    for name in backends.names():
+        backend = backends.get(name)
+        assert isinstance(backend, Backend) and backend.name == name
+    hooks = [n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_")]
+    hooks += [n for n, v in vars(Team).items() if callable(v) and not n.startswith("_")]
+    undocumented = [h for h in hooks if not (getattr(Backend, h, None) or getattr(Team, h)).__doc__]
+    assert not undocumented, undocumented

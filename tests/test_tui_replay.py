@@ -1,0 +1,146 @@
+"""The real app driven by Pilot over recorded real runs (couplescope.core.replay): the
+watch, compare, telemetry and history views and the export, without worker processes.
+The form is filled with the recording's own command line, so the request it builds
+names the same variants the recording holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from couplescope.core import replay
+from couplescope.frontends.cli.parser import build_parser, options_from
+from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.compare import CompareScreen
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixtures.record import DIES, RECORDINGS  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+SIZE = (120, 40)
+
+
+def replay_app(name: str, tmp_path=None, **kw) -> CoupleScopeApp:
+    """The app with the recording's options filled in, playing the recording back on r.
+    A recording of a user module needs a file of that name (validation looks for it)."""
+    recorded = replay.read(os.path.join(FIXTURES, f"{name}.jsonl"))
+    dies = ""
+    if tmp_path is not None:
+        dies = str(tmp_path / "dies.py")
+        with open(dies, "w") as f:
+            f.write(DIES)
+    argv = [a.format(dies=dies) for a in RECORDINGS[name][0]]
+    return CoupleScopeApp(options_from(build_parser().parse_args(argv)), load_catalogue=False,
+                          start_worker=replay.replayer(recorded), **kw)
+
+
+async def run_replay(pilot) -> None:
+    app = pilot.app
+    count = len(app.runs)
+    await pilot.press("r")
+    assert len(app.runs) == count + 1, app.notes[-1:]
+    deadline = time.monotonic() + 30
+    while app.active is not None:
+        assert time.monotonic() < deadline, "the replayed run did not end"
+        await pilot.pause(0.05)
+    app._tick(force=True)
+    await pilot.pause()
+
+
+async def test_the_watch_view_shows_the_last_variant_its_rows_and_statistics():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        record = app.runs[1]
+        assert record.status == "finished" and record.checks() == "PASSED"
+        assert list(record.builder.variants) == ["simplenet-torchscript", "simplenet-bridge-eager"]
+        table = app.query_one("#iteration-table")
+        assert list(table.checks) == ["PASSED"] * (1 + 12 + 2)     # the last variant's calls
+        stats = str(app.query_one("#stats").render())
+        assert "simplenet-bridge-eager" in stats and "n=12 timed" in stats
+        assert "15/15 calls = 12 timed + 1 warm-up + 2 profiled" in stats
+        assert app.query_one("#tabs").active == "watch"
+
+
+async def test_compare_two_variants_side_by_side_and_leave_one_out():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        table = app.screen.query_one("#compare-table")
+        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
+        assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
+        assert "1.00x" in [r[3] for r in rows]
+        assert all(r[6] == "PASSED" and r[5] == "12" for r in rows)
+        await pilot.press("space")                   # leave the first variant out
+        await pilot.pause()
+        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
+        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][7] == "1"
+        await pilot.press("space")                   # and put it back
+        await pilot.pause()
+        assert len(app.screen.builder.variants) == 2
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_a_failing_layout_shows_failed_rows():
+    app = replay_app("layout-c")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        assert app.runs[1].checks() == "FAILED"
+        assert set(app.query_one("#iteration-table").checks) == {"FAILED"}
+        assert "FAILED" in str(app.query_one("#stats").render())
+
+
+async def test_a_worker_that_died_is_reported_and_the_app_goes_on(tmp_path):
+    app = replay_app("dies", tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        assert app.runs[1].status == "failed"
+        assert any("worker ended with signal 9" in n.message for n in app._notifications)
+        assert app.is_running
+
+
+async def test_telemetry_and_diagnostics_reach_their_panels():
+    app = replay_app("telemetry")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("t")
+        await pilot.pause()
+        panel = str(app.query_one("#telemetry-panel").render())
+        assert "worker CPU" in panel and "cores 2" in panel
+        assert any("4 torch threads" in note for note in app.notes)
+
+
+async def test_mpi_ranks_plot_one_point_per_step():
+    app = replay_app("mpi")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        record = app.runs[1]
+        (variant,) = record.builder.variants.values()
+        assert len(variant.timed) == 12                          # 6 steps x 2 ranks
+        plot = app.query_one("#plot")
+        assert [p[1] for p in plot.points].count("timed") == 6   # the slowest rank per step
+        assert any("input on rank 1" in note for note in app.notes)
+
+
+async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_path):
+    recorded = replay.read(os.path.join(FIXTURES, "two-backends.jsonl"))
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.press("e")
+        await pilot.pause()
+        path = app.runs[1].export_path
+    assert path and path.startswith(str(tmp_path))
+    assert replay.read(os.path.join(path, "events.jsonl")) == recorded
+    with open(os.path.join(path, "results.json")) as f:
+        doc = json.load(f)
+    assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
+    assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
