@@ -55,3 +55,37 @@ def check_available(spec) -> None:
     if reason:
         raise UsageError(f"backend '{spec.backend}' is unavailable: {reason}")
     get(spec.backend).check_device(spec)
+
+
+def check_host(spec) -> None:
+    """Raise UsageError when the spec's explicit host cannot make this backend's calls here."""
+    if spec.host is None:
+        return
+    hosts = get(spec.backend).hosts(spec)
+    if spec.host not in hosts:
+        raise UsageError(f"backend '{spec.backend}' runs on the {' or '.join(hosts)} host only, "
+                         f"not --host {spec.host}")
+    if spec.host == "native":
+        from couplescope.backends import native
+
+        reason = native.unavailable()
+        if reason:
+            raise UsageError(f"--host native is unavailable: {reason}; --host python runs without it")
+
+
+def resolve_host(spec):
+    """(the spec with its host decided, a note or None). An unset host becomes the native
+    host where the backend has one and it can be built here, else python; the note says
+    why a backend that has a native host falls back to python."""
+    if spec.host is not None:
+        return spec, None
+    hosts = get(spec.backend).hosts(spec)
+    if "native" in hosts:
+        from couplescope.backends import native
+
+        reason = native.unavailable()
+        if reason is None:
+            return spec.replace(host="native"), None
+        return (spec.replace(host="python"),
+                f"{spec.label}: on the python host because the native host is unavailable ({reason})")
+    return spec.replace(host=hosts[0]), None

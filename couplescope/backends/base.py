@@ -5,7 +5,7 @@ A backend is one module in couplescope/backends/ defining `BACKEND`, an instance
 serves both sides of a run:
 
   parent (cheap: no torch at import or in these hooks, so --list and validation stay fast)
-    unavailable, validate, label_parts, describe, needs_torchscript, coupling_backend,
+    unavailable, validate, hosts, label_parts, describe, needs_torchscript, coupling_backend,
     processes, placement_known, command, env, crash_reason
   worker
     team   the processes that measure a variant together (one by default; mpi: ranks)
@@ -55,8 +55,12 @@ class Coupling:
         """Load the model once (timed as load_seconds; inside every call with reload)."""
         raise NotImplementedError
 
-    def call(self) -> None:
-        """Make one iteration's calls, writing into ctx.outputs and timing phases."""
+    def call(self) -> float | None:
+        """Make one iteration's calls, writing into ctx.outputs and timing phases.
+
+        Return None and the engine times the call around it; a host that times the call
+        itself (the native host, in C++) returns the seconds it measured, so the step
+        from Python into it stays outside the timed region."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -150,6 +154,12 @@ class Team:
         raise exc
 
 
+def grad_mode_guard(torch, grad_mode: str):
+    """The context manager of a grad mode: no_grad (FTorch's AutoGradMode(false)) or
+    inference_mode (the what-if)."""
+    return torch.inference_mode() if grad_mode == "inference" else torch.no_grad()
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -196,6 +206,11 @@ class Backend:
         if reason:
             raise UsageError(f"device '{spec.device}' is unavailable: {reason}; "
                              f"devices here: {', '.join(available())}")
+
+    def hosts(self, spec) -> tuple[str, ...]:
+        """The hosts (protocol.spec.HOSTS) this backend's calls can be made from, preferred
+        first: a backend without a native implementation runs on the python host only."""
+        return ("python",)
 
     def label_parts(self, spec) -> list[str]:
         """Words after the backend's name in a variant's default name."""

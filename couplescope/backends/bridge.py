@@ -7,6 +7,10 @@ converts to torch, runs the model and assigns the result into the output view, w
 is what reaches host memory. The module times its own phases with `config["phase"]`;
 what the host spends around them (view creation, the call by name) is the coupling
 overhead. The contract is documented in docs/bridge.md.
+
+Two hosts make these calls: the native host (C++ calling CPython as forpy does:
+couplescope/backends/native/host.cpp, EmbeddedHost) and the python host (the worker's
+Python loop below: what a Python simulation code pays). User modules run unchanged on both.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ class BridgeCoupling(Coupling):
         return {"model": spec.model, "size": self.ctx.size, "dtype": self.ctx.dtype,
                 "seed": spec.seed, "device": self.ctx.device, "bridge_model": spec.bridge_model,
                 "torchscript_path": self.ctx.torchscript_path, "phase": self.ctx.clock,
-                "threads": spec.threads}
+                "threads": spec.threads, "grad_mode": spec.grad_mode}
 
     def load(self) -> None:
         self._loads += 1
@@ -60,6 +64,45 @@ class BridgeCoupling(Coupling):
                 self.output_error = f"compute could not write the output: {exc}"
 
 
+class NativeBridgeCoupling(BridgeCoupling):
+    """The same calls made by the native host's EmbeddedHost: arrays created, the function
+    looked up by name and called, references released, all in C++ and timed there."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        from couplescope.backends import native
+
+        self.native = native.module_for_worker()
+        self.host = None
+
+    def load(self) -> None:
+        from couplescope.backends.torchscript import host_array
+
+        super().load()
+        layout = self.ctx.spec.layout
+        calls = [self.native.Call([host_array(self.native, self.ctx.arrays[n], layout) for n in c.inputs],
+                                  host_array(self.native, self.ctx.outputs[c.output], layout))
+                 for c in self.ctx.calls]
+        self.host = self.native.EmbeddedHost(self.module, self.function, calls)
+
+    def call(self) -> float:
+        from couplescope.backends.torchscript import add_host_phases
+
+        ctx, clock = self.ctx, self.ctx.clock
+        loading = 0.0
+        if ctx.spec.reload_every_call:
+            with clock("load"):
+                self.load()
+            loading = clock.phases["load"]
+        try:
+            whole, marshal_in, marshal_out = self.host.call()
+        except ValueError as exc:  # numpy's broadcast error: the model's output shape is wrong
+            self.output_error = f"compute could not write the output: {exc}"
+            return None
+        add_host_phases(clock.phases, ("marshal_in", "marshal_out"), (marshal_in, marshal_out))
+        return whole + loading
+
+
 class BridgeBackend(Backend):
     name = "bridge"
     summary = "embedded Python as forpy does it"
@@ -72,6 +115,9 @@ class BridgeBackend(Backend):
             raise UsageError(f"{spec.model} is TorchScript: the bridge runs it with --bridge-model "
                              "torchscript, not eager")
 
+    def hosts(self, spec) -> tuple[str, ...]:
+        return ("native", "python")
+
     def label_parts(self, spec) -> list[str]:
         return [spec.bridge_model]
 
@@ -83,6 +129,8 @@ class BridgeBackend(Backend):
         return spec.bridge_model == "torchscript" and not spec.model.endswith(".py")
 
     def open(self, ctx):
+        if ctx.spec.host == "native":
+            return NativeBridgeCoupling(ctx)
         return BridgeCoupling(ctx)
 
 

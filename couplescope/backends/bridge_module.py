@@ -13,13 +13,16 @@ import torch
 _model = None
 _phase = None
 _device = "cpu"
+_grad = torch.no_grad
 
 
 def initialize(config):
     """Build the eager model ("Python runtime") or load the TorchScript file, once."""
-    global _model, _phase, _device
+    global _model, _phase, _device, _grad
     _phase = config["phase"]
     _device = config["device"]
+    # no_grad, as a forpy module would; inference mode when the run asks for the what-if
+    _grad = torch.inference_mode if config.get("grad_mode") == "inference" else torch.no_grad
     if config["threads"]:
         torch.set_num_threads(int(config["threads"]))
     if config["bridge_model"] == "torchscript":
@@ -40,7 +43,7 @@ def compute(inputs, output):
         with _phase("h2d"):
             tensors = [t.to(_device) for t in tensors]
     with _phase("forward"):
-        with torch.no_grad():
+        with _grad():
             result = _model(*tensors)
     if _device != "cpu":
         with _phase("d2h"):

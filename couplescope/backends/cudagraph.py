@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from couplescope.backends.base import Backend, Coupling
+from couplescope.backends.base import Backend, Coupling, grad_mode_guard
 from couplescope.backends.host_memory import HostTensors
 from couplescope.protocol.errors import UsageError
 
@@ -130,7 +130,7 @@ class CudaGraphCoupling(Coupling):
         side = torch.cuda.Stream(device=self.device)
         side.wait_stream(current)
         try:
-            with torch.cuda.stream(side), torch.inference_mode():
+            with torch.cuda.stream(side), grad_mode_guard(torch, ctx.spec.grad_mode):
                 for _ in range(WARMUP_RUNS):
                     self.module(*cg.static_inputs)
         except Exception as exc:
@@ -139,7 +139,7 @@ class CudaGraphCoupling(Coupling):
         current.wait_stream(side)
         cg.graph = torch.cuda.CUDAGraph()
         try:
-            with torch.inference_mode():
+            with grad_mode_guard(torch, ctx.spec.grad_mode):
                 with torch.cuda.graph(cg.graph, stream=side):  # the warm-up's stream: its
                     # per-stream library state (cuBLAS workspaces) is already set up
                     output = self.module(*cg.static_inputs)

@@ -1,18 +1,25 @@
 """Direct coupling as FTorch does it.
 
-The TorchScript file is loaded once with torch.jit.load (libtorch's loader). Each call
-wraps the host arrays as tensors without copying, with strides from FTorch's layout rule
-(couplescope.layout), runs forward under inference mode, and copies the result into a
+The TorchScript file is loaded once with libtorch's loader. Each call wraps the host
+arrays as tensors without copying, with strides from FTorch's layout rule
+(couplescope.backends.host_memory), runs forward under the grad mode (no_grad, as FTorch's
+torch::AutoGradMode(false); inference mode as a what-if), and copies the result into a
 tensor wrapping the preallocated host output array. On a CUDA device the inputs are
 moved to the device (h2d) and the result is copied straight into the tensor wrapping the
 host output (d2h, FTorch's `copy_`), so there is no marshal_out phase on a GPU; see
-couplescope.transfer and docs/gpu.md.
+couplescope.backends.transfer and docs/gpu.md.
+
+Two hosts make these calls: the native host (C++, couplescope/backends/native/host.cpp:
+what a Fortran code pays through FTorch) and the python host (this module's Python loop:
+what a Python simulation code pays). On the python host the grad mode is entered once at
+load, as a Python simulation would wrap its loop, so the forward phase holds only the
+module call.
 """
 
 from __future__ import annotations
 
-from couplescope.backends.base import Backend, Coupling
-from couplescope.backends.host_memory import HostTensors
+from couplescope.backends.base import Backend, Coupling, grad_mode_guard
+from couplescope.backends.host_memory import HostTensors, strides_for
 
 
 class TorchScriptCoupling(Coupling):
@@ -31,10 +38,19 @@ class TorchScriptCoupling(Coupling):
             self.copies = DeviceCopies(ctx.device, ctx.spec.pinned)
             self.staging = {n: self.copies.staging_for(self.wrap(n, a)) for n, a in ctx.outputs.items()}
         self.module = None
+        self._grad = None
 
     def load(self) -> None:
         self.module = self.torch.jit.load(self.ctx.torchscript_path, map_location=self.ctx.device)
         self.module.eval()
+        if self._grad is None:   # entered once, left at close(): not a per-call cost
+            self._grad = grad_mode_guard(self.torch, self.ctx.spec.grad_mode)
+            self._grad.__enter__()
+
+    def close(self) -> None:
+        if self._grad is not None:
+            self._grad.__exit__(None, None, None)
+            self._grad = None
 
     def call(self) -> None:
         ctx, clock, torch = self.ctx, self.ctx.clock, self.torch
@@ -48,8 +64,7 @@ class TorchScriptCoupling(Coupling):
             with clock("marshal_in"):
                 inputs = [self.wrap(n, ctx.arrays[n]) for n in call.inputs]
             with clock("forward"):
-                with torch.inference_mode():
-                    result = self.module(*inputs)
+                result = self.module(*inputs)
             with clock("marshal_out"):
                 host = ctx.outputs[call.output]
                 if tuple(result.shape) != host.shape:
@@ -67,8 +82,7 @@ class TorchScriptCoupling(Coupling):
         with clock("h2d"):
             inputs = [copies.to_device(t) for t in inputs]
         with clock("forward"):
-            with torch.inference_mode():
-                result = self.module(*inputs)
+            result = self.module(*inputs)
         if not isinstance(result, torch.Tensor) or result.shape != output.shape:
             got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
             self.output_error = f"model returned {got}, host expects {tuple(output.shape)}"
@@ -77,14 +91,64 @@ class TorchScriptCoupling(Coupling):
             copies.to_host(output, result, self.staging[call.output])
 
 
+class NativeTorchScriptCoupling(Coupling):
+    """The same calls made by the native host's DirectHost, timed in C++."""
+
+    PHASES = ("marshal_in", "h2d", "forward", "d2h", "marshal_out")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        from couplescope.backends import native
+
+        self.native = native.module_for_worker()
+        calls = [self.native.Call([host_array(self.native, ctx.arrays[n], ctx.spec.layout) for n in c.inputs],
+                                  host_array(self.native, ctx.outputs[c.output], ctx.spec.layout))
+                 for c in ctx.calls]
+        self.host = self.native.DirectHost(ctx.torchscript_path, ctx.device, ctx.spec.grad_mode, calls)
+
+    def load(self) -> None:
+        self.host.load()
+
+    def call(self) -> float:
+        ctx = self.ctx
+        loading = 0.0
+        if ctx.spec.reload_every_call:
+            with ctx.clock("load"):
+                self.load()
+            loading = ctx.clock.phases["load"]
+        whole, *phases, error = self.host.call()
+        add_host_phases(ctx.clock.phases, self.PHASES, phases)
+        if error:
+            self.output_error = error
+        return whole + loading
+
+
+def host_array(native, array, layout: str):
+    """A host array as the native host receives it: address, shape, element strides, dtype."""
+    return native.HostArray(array.ctypes.data, list(array.shape), list(strides_for(array, layout)),
+                            str(array.dtype))
+
+
+def add_host_phases(into: dict, names, seconds) -> None:
+    """Merge the phases a native host timed into the phase clock's (zero ones left out)."""
+    for name, value in zip(names, seconds):
+        if value:
+            into[name] = into.get(name, 0.0) + value
+
+
 class TorchScriptBackend(Backend):
     name = "torchscript"
     summary = "direct coupling as FTorch does it"
+
+    def hosts(self, spec) -> tuple[str, ...]:
+        return ("native", "python")
 
     def needs_torchscript(self, spec) -> bool:
         return True
 
     def open(self, ctx):
+        if ctx.spec.host == "native":
+            return NativeTorchScriptCoupling(ctx)
         return TorchScriptCoupling(ctx)
 
 

@@ -29,6 +29,7 @@ class RunOptions:
     preset: str | None = None
     model: str | None = None
     backends: list[str] | None = None        # one variant per backend
+    hosts: list[str] | None = None           # one variant per host
     sizes: list[int] | None = None           # one variant per size
     overrides: dict = field(default_factory=dict)   # RunSpec field -> value the user set
     export: str | None = None                # a parent directory for a new run directory
@@ -49,6 +50,8 @@ class RunRequest:
     export: str | None = None
     telemetry_hz: float = DEFAULT_TELEMETRY_HZ
     preset: str | None = None
+    #: what the user should know before the run (a variant falling back to the python host)
+    notes: tuple = ()
 
 
 def split_list(text, convert=str) -> list | None:
@@ -82,11 +85,16 @@ def build(options: RunOptions) -> RunRequest:
         overrides["model"] = options.model
     sweep_backends = options.backends or [None]
     sizes = options.sizes or [None]
+    hosts = options.hosts or [None]
     specs = []
-    for variant, backend, size in itertools.product(base, sweep_backends, sizes):
+    for variant, backend, size, host in itertools.product(base, sweep_backends, sizes, hosts):
         d = {**variant, **overrides}
         if backend is not None:
             d["backend"] = backend
+        if host is not None:
+            d["host"] = host
+            if d.get("name") and len(hosts) > 1:
+                d["name"] = f"{d['name']}-{host}"
         if size is not None:
             d["size"] = size
             if d.get("name") and len(sizes) > 1:
@@ -96,8 +104,10 @@ def build(options: RunOptions) -> RunRequest:
         specs.append(presets.to_spec(d))
     refuse_options_that_apply_to_nothing(options.overrides, specs)
     validate_all(specs, options.preset)
+    specs, notes = resolve_hosts(specs)
     return RunRequest(title=title, specs=tuple(named(specs)), export=options.export,
-                      telemetry_hz=check_rate(options.telemetry_hz), preset=options.preset)
+                      telemetry_hz=check_rate(options.telemetry_hz), preset=options.preset,
+                      notes=notes)
 
 
 def from_specs(specs, title: str = "", export: str | None = None,
@@ -109,8 +119,20 @@ def from_specs(specs, title: str = "", export: str | None = None,
     if not specs:
         raise UsageError("nothing to run: give at least one RunSpec")
     validate_all(specs)
+    specs, notes = resolve_hosts(specs)
     return RunRequest(title=title or specs[0].model, specs=tuple(named(specs)), export=export,
-                      telemetry_hz=check_rate(telemetry_hz))
+                      telemetry_hz=check_rate(telemetry_hz), notes=notes)
+
+
+def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:
+    """Every spec with its host decided (couplescope.backends.resolve_host), and the notes."""
+    resolved, notes = [], []
+    for spec in specs:
+        spec, note = backends.resolve_host(spec)
+        resolved.append(spec)
+        if note:
+            notes.append(note)
+    return resolved, tuple(notes)
 
 
 def default_name(spec: RunSpec) -> str:

@@ -48,8 +48,30 @@ def backend_env(spec) -> dict:
     return backends.get(spec.backend).env(spec)
 
 
+def prepare_launch(spec, emit) -> None:
+    """What must exist before a variant's worker starts: the native host, compiled on first
+    use (in a subprocess: this process never imports torch). Reports with host_build
+    events; raises NativeBuildError when the build fails."""
+    if spec.host != "native":
+        return
+    from couplescope.backends import native
+
+    directory = native.build_dir()
+    path, seconds = native.ensure_built(
+        lambda message: emit(events.make("host_build", spec.label, status="building",
+                                         directory=directory, message=message)))
+    if seconds is None:
+        emit(events.make("host_build", spec.label, status="cached", directory=directory))
+    else:
+        emit(events.make("host_build", spec.label, status="built", directory=directory,
+                         seconds=round(seconds, 3)))
+
+
 class WorkerProcess:
     """One running variant. Iterate `events()`; `stop()` ends it; `returncode` after."""
+
+    #: called by the session before the worker starts (replayed workers have none)
+    prepare = staticmethod(prepare_launch)
 
     def __init__(self, spec, env: dict | None = None, stderr_sink=None) -> None:
         self.spec = spec

@@ -69,6 +69,16 @@ class Session:
         env = {}
         for listener in self.listeners:
             env.update(listener.worker_env(spec) or {})
+        prepare = getattr(self.start_worker, "prepare", None)
+        if prepare is not None:
+            try:
+                prepare(spec, self.emit)
+            except Exception as exc:   # a failed native build: this variant cannot run
+                self.emit(events.make("variant_failed", spec.label, reason=str(exc), kind="error",
+                                      traceback=""))
+                for listener in self.listeners:
+                    listener.variant_done(self.builder)
+                return
         proc = self.start_worker(spec, env)
         with self._lock:
             self._current = proc

@@ -23,6 +23,7 @@ def validate(spec: RunSpec) -> RunSpec:
         raise UsageError(f"{spec.model} is a TorchScript file: give its input with --input-shape "
                          "(e.g. 8,16) and --dtype")
     backends.get(spec.backend).validate(spec)
+    backends.check_host(spec)
     backends.check_available(spec)
     return spec
 

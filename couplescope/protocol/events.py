@@ -65,6 +65,10 @@ EVENTS: dict[str, EventType] = {
         "parent", "a profiler trace was moved into the run directory",
         {"path": "absolute path of the file"},
         {"relative_path": "the same, relative to the run directory"}),
+    "host_build": EventType(
+        "parent", "the native host a variant runs on: being compiled (first use), built, or cached",
+        {"status": "building, built or cached", "directory": "the cache directory of this build"},
+        {"seconds": "compile time (built)", "message": "what is happening, in words (building)"}),
     "telemetry": EventType(
         "parent", "one CPU/GPU sample of the worker's process tree",
         {"sample": "see docs/telemetry.md"}, {}),

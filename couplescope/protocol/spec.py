@@ -19,6 +19,12 @@ LAYOUTS = ("fortran", "c")
 BRIDGE_MODELS = ("eager", "torchscript")
 DTYPE_CHOICES = ("float32", "float64", "float16")
 LAUNCHERS = ("mpiexec", "srun")
+#: what makes the calls: compiled code (C++ against libtorch, as a Fortran code through
+#: FTorch or forpy) or the worker's Python loop (what a Python simulation code pays)
+HOSTS = ("native", "python")
+#: the grad-mode guard around forward: no_grad is FTorch's (torch::AutoGradMode(false));
+#: inference is a what-if (c10::InferenceMode)
+GRAD_MODES = ("no_grad", "inference")
 DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
 
@@ -30,6 +36,9 @@ class RunSpec:
     backend: str = "torchscript"
     size: int | None = None
     bridge_model: str = "torchscript"
+    #: None: the native host where the backend has one and it can be built, else python
+    host: str | None = None
+    grad_mode: str = "no_grad"
     device: str = "cpu"
     dtype: str | None = None
     layout: str = "fortran"
@@ -100,7 +109,8 @@ def parse_input_shape(text: str) -> tuple[tuple[int, ...], ...]:
 
 
 def generic_label_parts(spec: RunSpec) -> list[str]:
-    """model, backend, size, device and layout, where they differ from the defaults."""
+    """model, backend, size, device, layout, host and grad mode, where they differ from
+    the defaults (the native host and no_grad are the defaults)."""
     parts = [spec.model.rsplit("/", 1)[-1], spec.backend]
     if spec.size is not None:
         parts.append(str(spec.size))
@@ -108,6 +118,10 @@ def generic_label_parts(spec: RunSpec) -> list[str]:
         parts.append(spec.device)
     if spec.layout != "fortran":
         parts.append(f"layout-{spec.layout}")
+    if spec.host == "python":
+        parts.append("python-host")
+    if spec.grad_mode != "no_grad":
+        parts.append(f"{spec.grad_mode}-mode")
     return parts
 
 
@@ -117,6 +131,10 @@ def check_fields(spec: RunSpec) -> None:
     Raises UsageError naming the problem and the valid choices."""
     if spec.bridge_model not in BRIDGE_MODELS:
         raise UsageError(f"unknown bridge model '{spec.bridge_model}'; choose one of: {choices_text(BRIDGE_MODELS)}")
+    if spec.host is not None and spec.host not in HOSTS:
+        raise UsageError(f"unknown host '{spec.host}'; choose one of: {choices_text(HOSTS)}")
+    if spec.grad_mode not in GRAD_MODES:
+        raise UsageError(f"unknown grad mode '{spec.grad_mode}'; choose one of: {choices_text(GRAD_MODES)}")
     if spec.layout not in LAYOUTS:
         raise UsageError(f"unknown layout '{spec.layout}'; choose one of: {choices_text(LAYOUTS)}")
     if spec.dtype is not None and spec.dtype not in DTYPE_CHOICES:

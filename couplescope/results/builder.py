@@ -143,6 +143,10 @@ class ResultsBuilder:
             profile = self.variant(name).summary.setdefault("profile", {})
             profile["trace_dir"] = os.path.dirname(ev["relative_path"])
             profile["trace_files"] = list(files)
+        elif kind == "host_build" and name and ev.get("status") != "building":
+            self.variant(name).summary["host_build"] = {
+                "status": ev["status"], "directory": ev["directory"],
+                "compile_seconds": ev.get("seconds", 0.0)}
         elif kind == "telemetry" and name:
             from couplescope.results.telemetry import record_sample
 

@@ -151,14 +151,17 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None) -> list
         prepared.poison_outputs()
         clock.reset()
         error = None
+        hosted = None
         t0 = perf_counter()
         try:
-            coupling.call()
+            hosted = coupling.call()
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a failing model is a FAILED check, not a crash
             error = f"{type(exc).__name__}: {first_line(exc)}"
         seconds = perf_counter() - t0
+        if hosted is not None:   # timed by the host itself (native: in C++)
+            seconds = hosted
         phases = clock.reset()
         if error is None:
             err, passed, error = prepared.check()
@@ -197,7 +200,7 @@ def run_variant(spec, backend, team) -> None:
     from couplescope.worker.environment import environment
 
     team.now("run_started", spec=spec.to_dict(), environment={**environment(), **team.environment()},
-             coupling=", ".join([spec.backend, *backend.describe(spec)]))
+             coupling=", ".join([spec.backend, *backend.describe(spec), *host_words(spec)]))
     placements = team.stage(team.place, share=True)
     team.placed(placements)
     here = spec.replace(device=placements[team.rank]["device"])
@@ -217,6 +220,14 @@ def run_variant(spec, backend, team) -> None:
             summaries = team.stage(lambda: profile_window(prepared, team, spec, after) or {}, share=True)
         team.stage(prepared.coupling.close)
     team.now("variant_finished", summary=team.summary(summaries, placements, loads))
+
+
+def host_words(spec) -> list[str]:
+    """How the heading says who makes the calls: "native host", "python host, inference mode"."""
+    words = [f"{spec.host or 'python'} host"]
+    if spec.grad_mode != "no_grad":
+        words.append(f"{spec.grad_mode} mode")
+    return words
 
 
 def run(spec, backend, team) -> int:

@@ -113,6 +113,10 @@ class MpiBackend(Backend):
     def coupling_backend(self, spec):
         return self._inner(spec)
 
+    def hosts(self, spec) -> tuple[str, ...]:
+        """Each rank makes its calls on the inner backend's host."""
+        return self._inner(spec).hosts(spec)
+
     def needs_torchscript(self, spec) -> bool:
         return self._inner(spec).needs_torchscript(spec)
 

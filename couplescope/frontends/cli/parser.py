@@ -14,6 +14,8 @@ EXAMPLES = """\
 examples:
   couplescope --preset stride512 --export      the reference StrideNet benchmark, saved to ./couplescope-runs
   couplescope --model cgdrag --size 1024 --backend torchscript,bridge
+  couplescope --model simplenet --backend torchscript,bridge --threads 1   FTorch vs forpy, per call
+  couplescope --model simplenet --host native,python   compiled caller vs Python caller
   couplescope --model stride --size 64 --layout c   the transposition bug: its checks FAIL
   couplescope --model net.pt --input-shape 8,16 --dtype float32
   couplescope --list                           models, backends, presets and devices
@@ -25,7 +27,7 @@ docs: docs/ in the source tree (usage, presets, results schema, bridge contract)
 """.format(codes=", ".join(f"{code} {what}" for code, what in EXIT_CODES.items()))
 
 #: command-line option -> RunSpec field, for the options that override a preset
-SPEC_OPTIONS = ("model", "backend", "size", "bridge_model", "device", "dtype", "layout", "warmup",
+SPEC_OPTIONS = ("model", "backend", "size", "host", "grad_mode", "bridge_model", "device", "dtype", "layout", "warmup",
                 "iterations", "threads", "seed", "reload_every_call", "input_shape",
                 "profile_iterations", "profile_max_ops", "pinned", "ranks", "inner_backend", "launcher",
                 "launcher_args", "oversubscribe")
@@ -62,6 +64,14 @@ def build_parser() -> Parser:
                       help="coupling: torchscript (default), bridge, cudagraph, mpi; a comma list runs each")
     what.add_argument("--size", metavar="N[,N]",
                       help="the model's size parameter (see --list); a comma list sweeps it")
+    what.add_argument("--host", metavar="NAME[,NAME]",
+                      help="who makes the calls: native (default: C++ against libtorch, what a Fortran "
+                           "code pays through FTorch or forpy; compiled on first use and cached) or "
+                           "python (the worker's Python loop, what a Python code pays); a comma list "
+                           "runs each")
+    what.add_argument("--grad-mode", metavar="MODE",
+                      help="guard around forward: no_grad (default, as FTorch's AutoGradMode(false)) "
+                           "or inference (torch's InferenceMode: what FTorch would gain)")
     what.add_argument("--bridge-model", choices=("eager", "torchscript"),
                       help="what the bridge module runs: the Python runtime or a TorchScript file "
                            "(default torchscript)")
@@ -150,9 +160,9 @@ def options_from(args) -> RunOptions:
     overrides = {}
     for key in SPEC_OPTIONS:
         value = getattr(args, key, None)
-        if value is None or key in ("model", "backend", "size"):
+        if value is None or key in ("model", "backend", "size", "host"):
             continue
         overrides[key] = parse_input_shape(value) if key == "input_shape" else value
     return RunOptions(preset=args.preset, model=args.model, backends=split_list(args.backend),
-                      sizes=split_list(args.size, int), overrides=overrides, export=args.export,
+                      sizes=split_list(args.size, int), hosts=split_list(args.host), overrides=overrides, export=args.export,
                       telemetry_hz=args.telemetry_hz)

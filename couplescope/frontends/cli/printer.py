@@ -170,6 +170,14 @@ class HeadlessPrinter(Listener):
         else:
             self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
 
+    def _on_host_build(self, ev):
+        if ev["status"] == "building":
+            self.print(f"couplescope: {ev['message']} ...", err=True)
+            self.status(f"{ev['variant']}: building the native host (first use)")
+        elif ev["status"] == "built":
+            self.print(f"couplescope: native host built in {fmt.seconds(ev['seconds'])}; "
+                       f"later runs reuse it from {ev['directory']}", err=True)
+
     def _on_diagnostic(self, ev):
         self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
 
