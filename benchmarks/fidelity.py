@@ -2,11 +2,13 @@
 
 For simplenet and cgdrag, measured in one run and interleaved (A B A B ...) so drift on
 a shared node hits both sides alike:
-  - couplescope: the median `forward` phase of the torchscript backend (worker process,
-    one timed call at a time, exactly as a user's run measures it);
+  - couplescope: the median `forward` phase of the torchscript backend on the python host
+    (worker process, one timed call at a time, exactly as a user's run measures it; the
+    native host's forward is timed in C++ and compared with a C++ loop by native_floor.py);
   - torch.utils.benchmark: Timer.blocked_autorange on the same TorchScript file and the
-    same column-major host arrays wrapped the same way, `with torch.inference_mode():
-    model(*inputs)` for every call of the iteration (cgdrag makes two).
+    same column-major host arrays wrapped the same way, `model(*inputs)` for every call of
+    the iteration (cgdrag makes two), with grad disabled around the timer as the python
+    host disables it around its loop (no_grad, couplescope's default grad mode).
 Prints both medians and their ratio (target: within 5%).
 
     python benchmarks/fidelity.py [--rounds 3] [--cgdrag-size 8192] [--threads 1]
@@ -30,7 +32,8 @@ from couplescope.backends.host_memory import flat_memory, strides_for
 
 def couplescope_forward(model: str, size: int, iterations: int, threads: int) -> float:
     doc = couplescope.run(couplescope.RunSpec(model=model, size=size, warmup=20, threads=threads,
-                                              iterations=iterations, profile_iterations=0))
+                                              iterations=iterations, profile_iterations=0,
+                                              host="python"))
     return doc["variants"][0]["phases"]["forward"]["median"]
 
 
@@ -49,14 +52,14 @@ def reference_forward(model: str, size: int, tmpdir: str, min_run_time: float, t
 
     def step():
         for inputs in wrapped:
-            with torch.inference_mode():
-                module(*inputs)
+            module(*inputs)
 
-    for _ in range(20):  # the TorchScript profiling executor specialises over the first calls
-        step()
-    # Timer defaults to one thread: give it the worker's thread count explicitly
-    timer = tub.Timer(stmt="step()", globals={"step": step}, num_threads=threads)
-    return timer.blocked_autorange(min_run_time=min_run_time).median
+    with torch.no_grad():
+        for _ in range(20):  # the TorchScript profiling executor specialises over the first calls
+            step()
+        # Timer defaults to one thread: give it the worker's thread count explicitly
+        timer = tub.Timer(stmt="step()", globals={"step": step}, num_threads=threads)
+        return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ backend it is: where behaviour differs, there is a hook here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from couplescope.protocol import events
@@ -62,6 +63,10 @@ class Coupling:
         itself (the native host, in C++) returns the seconds it measured, so the step
         from Python into it stays outside the timed region."""
         raise NotImplementedError
+
+    #: a Coupling that can make several iterations' calls back to back without Python in
+    #: between (the native host) sets this to a callable; see couplescope.backends.native.batch
+    call_batch = None
 
     def close(self) -> None:
         pass
@@ -162,7 +167,27 @@ def grad_mode_guard(torch, grad_mode: str):
 
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return essential_line(text) if text else type(exc).__name__
+
+
+#: the error line at the end of a TorchScript interpreter traceback ("RuntimeError: ...")
+_SCRIPT_ERROR = re.compile(r"^\s*(\w*(?:Error|Exception)): (.+)$")
+_SCRIPT_HEADER = "The following operation failed in the TorchScript interpreter"
+
+
+def essential_line(text: str) -> str:
+    """The one line that says what went wrong. Most messages lead with it; a TorchScript
+    interpreter error leads with "The following operation failed in the TorchScript
+    interpreter." and a traceback, and ends with the line that matters ("RuntimeError:
+    view size is not compatible ..."); libtorch's C++ backtrace is never the line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith(_SCRIPT_HEADER):
+        errors = [m.group(0).strip() for m in map(_SCRIPT_ERROR.match, lines) if m]
+        if errors:
+            return errors[-1]
+    return lines[0]
 
 
 class Backend:

@@ -83,7 +83,13 @@ class NativeBridgeCoupling(BridgeCoupling):
         calls = [self.native.Call([host_array(self.native, self.ctx.arrays[n], layout) for n in c.inputs],
                                   host_array(self.native, self.ctx.outputs[c.output], layout))
                  for c in self.ctx.calls]
-        self.host = self.native.EmbeddedHost(self.module, self.function, calls)
+        clock = self.ctx.clock
+        self.host = self.native.EmbeddedHost(self.module, self.function, calls, clock.reset)
+        if not self.ctx.spec.reload_every_call:
+            from couplescope.backends.native.batch import BatchRunner
+
+            self.call_batch = BatchRunner(self.native, self.host, self.ctx.outputs,
+                                          ("marshal_in", "marshal_out"), before=clock.reset)
 
     def call(self) -> float:
         from couplescope.backends.torchscript import add_host_phases
@@ -95,7 +101,7 @@ class NativeBridgeCoupling(BridgeCoupling):
                 self.load()
             loading = clock.phases["load"]
         try:
-            whole, marshal_in, marshal_out = self.host.call()
+            whole, marshal_in, marshal_out = self.host.call(clock.profiling)
         except ValueError as exc:  # numpy's broadcast error: the model's output shape is wrong
             self.output_error = f"compute could not write the output: {exc}"
             return None

@@ -105,6 +105,10 @@ class NativeTorchScriptCoupling(Coupling):
                                   host_array(self.native, ctx.outputs[c.output], ctx.spec.layout))
                  for c in ctx.calls]
         self.host = self.native.DirectHost(ctx.torchscript_path, ctx.device, ctx.spec.grad_mode, calls)
+        if not ctx.spec.reload_every_call:
+            from couplescope.backends.native.batch import BatchRunner
+
+            self.call_batch = BatchRunner(self.native, self.host, ctx.outputs, self.PHASES)
 
     def load(self) -> None:
         self.host.load()
@@ -116,7 +120,7 @@ class NativeTorchScriptCoupling(Coupling):
             with ctx.clock("load"):
                 self.load()
             loading = ctx.clock.phases["load"]
-        whole, *phases, error = self.host.call()
+        whole, *phases, error = self.host.call(ctx.clock.profiling)
         add_host_phases(ctx.clock.phases, self.PHASES, phases)
         if error:
             self.output_error = error

@@ -23,7 +23,7 @@ from time import perf_counter
 
 import numpy as np
 
-from couplescope.backends.base import Coupling, CouplingContext, first_line
+from couplescope.backends.base import Coupling, CouplingContext, essential_line, first_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
@@ -46,11 +46,12 @@ class Prepared:
     coupling: Coupling
     tolerance: float
 
-    def check(self) -> tuple[float, bool, str | None]:
-        """Max relative error and pass/fail of the outputs the last call wrote."""
-        if self.coupling.output_error:
+    def check(self, outputs: dict | None = None) -> tuple[float, bool, str | None]:
+        """Max relative error and pass/fail of the outputs the last call wrote (or of an
+        iteration's snapshot of them, from a batch)."""
+        if outputs is None and self.coupling.output_error:
             return float("inf"), False, self.coupling.output_error
-        err = self.workload.check(self.outputs, self.expected, self.arrays)
+        err = self.workload.check(self.outputs if outputs is None else outputs, self.expected, self.arrays)
         passed = bool(np.isfinite(err) and err <= self.tolerance)
         return err, passed, None
 
@@ -142,9 +143,13 @@ def _on_device(spec, arrays, outputs):
 
 # -- the measured loop ------------------------------------------------------------------
 
-def measure(prepared: Prepared, emit, kind: str, count: int, after=None) -> list[dict]:
+def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False) -> list[dict]:
     """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
-    runs after every event, outside the timed region."""
+    runs after every event, outside the timed region. With `batch` (one process, a coupling
+    that can), the calls run in batches on the host (couplescope.backends.native.batch)."""
+    runner = prepared.coupling.call_batch if batch else None
+    if runner is not None:
+        return _measure_batched(prepared, runner, emit, kind, count, after)
     coupling, clock = prepared.coupling, prepared.clock
     done = []
     for index in range(1, count + 1):
@@ -167,13 +172,44 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None) -> list
             err, passed, error = prepared.check()
         else:
             err, passed = float("inf"), False
-        record = {"index": index, "kind": kind, "seconds": seconds, "phases": phases,
-                  "max_rel_error": err, "passed": passed, "error": error}
-        emit("iteration", **record)
-        done.append(record)
-        if after is not None:
-            after(kind, index)
+        done.append(_record(emit, index, kind, seconds, phases, err, passed, error, after))
     return done
+
+
+def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after) -> list[dict]:
+    """The same iterations, their calls made back to back by the host: each iteration's
+    outputs come back as a snapshot and are checked here, after the batch."""
+    done = []
+    index = 0
+    while index < count:
+        records, failure = runner.run(runner.size(count - index))
+        for seconds, phases, output_error, outputs in records:
+            index += 1
+            if output_error:
+                err, passed, error = float("inf"), False, output_error
+            else:
+                err, passed, error = prepared.check(outputs)
+            done.append(_record(emit, index, kind, seconds, phases, err, passed, error, after))
+        if failure is not None and index < count:   # the call that raised: a FAILED iteration
+            message, seconds = failure
+            index += 1
+            prepared.clock.reset()
+            done.append(_record(emit, index, kind, seconds, {}, float("inf"), False,
+                                first_line_of(message), after))
+    return done
+
+
+def first_line_of(text: str) -> str:
+    return essential_line(text) or "the call failed"
+
+
+def _record(emit, index, kind, seconds, phases, err, passed, error, after) -> dict:
+    record = {"index": index, "kind": kind, "seconds": seconds, "phases": phases,
+              "max_rel_error": err, "passed": passed, "error": error}
+    emit("iteration", **record)
+    if after is not None:
+        after(kind, index)
+    return record
 
 
 def _timed_load(prepared: Prepared) -> float:
@@ -211,8 +247,9 @@ def run_variant(spec, backend, team) -> None:
         loads = team.stage(lambda: _timed_load(prepared), share=True)
         team.now("model_loaded", **loaded_fields(spec, backend, prepared, loads))
         team.loaded()
-        team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after))
-        team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after))
+        batch = team.world == 1   # ranks step together, one call at a time
+        team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after, batch))
+        team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
         summaries = [{}] * team.world
         if spec.profile_iterations:
             from couplescope.worker.profiling import profile_window

@@ -12,13 +12,16 @@
 //                 output (copy_), tensors released.
 //   EmbeddedHost  as forpy does: numpy arrays over the host memory (a Py_buffer with the
 //                 layout's strides made into a memoryview, then numpy.asarray, as forpy's
-//                 ndarray_create_nocopy), an argument tuple, the module's function looked
-//                 up by name and called with PyObject_Call, references released.
+//                 ndarray_create_nocopy_helper), an argument tuple, the module's function
+//                 looked up by name (a new name string and PyObject_GetAttr per call, as
+//                 call_py_attribute) and called with PyObject_Call and a new empty keyword
+//                 dict (call_py_object_nokwargs), references released.
 //
 // Each call() returns the phase durations in seconds: (whole, marshal_in, h2d, forward,
 // d2h, marshal_out) for DirectHost; (whole, marshal_in, marshal_out) for EmbeddedHost,
 // whose module times its own phases with couplescope's phase clock.
 
+#include <ATen/record_function.h>
 #include <torch/script.h>
 #include <torch/cuda.h>
 #include <pybind11/pybind11.h>
@@ -26,6 +29,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +43,31 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// A torch.profiler range named couplescope/<phase>, opened only in profiled iterations
+// (the phase clock's record_function in Python does the same): timed iterations make no
+// profiler call at all.
+class PhaseRange {
+ public:
+  PhaseRange(bool on, const char* name) {
+    if (!on) return;
+    guard_.emplace(at::RecordScope::USER_SCOPE);
+    if (guard_->isActive()) guard_->before(name);
+  }
+  void end() { guard_.reset(); }
+
+ private:
+  std::optional<at::RecordFunction> guard_;
+};
+
 // One host array as the host code knows it: address, shape and element strides.
 struct HostArray {
+  HostArray(std::intptr_t address, std::vector<int64_t> shape, std::vector<int64_t> strides,
+            std::string dtype);
   std::intptr_t address;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   std::string dtype;
+  torch::TensorOptions options;  // decided once, as a host code declares its arrays once
 };
 
 // One forward call per iteration step (cgdrag makes two).
@@ -61,9 +85,13 @@ at::ScalarType scalar_type(const std::string& dtype) {
   throw std::invalid_argument("native host: unsupported dtype " + dtype);
 }
 
+HostArray::HostArray(std::intptr_t address_, std::vector<int64_t> shape_,
+                     std::vector<int64_t> strides_, std::string dtype_)
+    : address(address_), shape(std::move(shape_)), strides(std::move(strides_)),
+      dtype(std::move(dtype_)), options(torch::TensorOptions().dtype(scalar_type(dtype))) {}
+
 torch::Tensor wrap(const HostArray& a) {
-  return torch::from_blob(reinterpret_cast<void*>(a.address), a.shape, a.strides,
-                          torch::TensorOptions().dtype(scalar_type(a.dtype)));
+  return torch::from_blob(reinterpret_cast<void*>(a.address), a.shape, a.strides, a.options);
 }
 
 std::string shape_text(at::IntArrayRef shape) {
@@ -80,10 +108,10 @@ std::string shape_text(at::IntArrayRef shape) {
 class DirectHost {
  public:
   DirectHost(std::string path, std::string device, std::string grad_mode, std::vector<Call> calls)
-      : path_(std::move(path)), device_(device), grad_mode_(std::move(grad_mode)),
+      : path_(std::move(path)), device_(device), inference_(grad_mode == "inference"),
         calls_(std::move(calls)), on_gpu_(device_.is_cuda()) {
-    if (grad_mode_ != "no_grad" && grad_mode_ != "inference")
-      throw std::invalid_argument("native host: unknown grad mode " + grad_mode_);
+    if (grad_mode != "no_grad" && grad_mode != "inference")
+      throw std::invalid_argument("native host: unknown grad mode " + grad_mode);
   }
 
   // torch::jit::load onto the device, then eval(): FTorch's torch_jit_load.
@@ -99,20 +127,34 @@ class DirectHost {
 
   // One iteration's calls. Returns (whole, marshal_in, h2d, forward, d2h, marshal_out, error);
   // error is empty unless the model's output could not be written to the host array.
-  py::tuple call() {
-    if (!loaded_) throw std::runtime_error("native host: call() before load()");
+  // With `profiling`, each phase is also a profiler range (a profiled iteration).
+  py::tuple call(bool profiling) {
     double phase[5] = {0, 0, 0, 0, 0};
     std::string error;
-    const auto start = Clock::now();
+    double whole = 0;
+    profiling_ = profiling;
     try {
-      for (const auto& c : calls_) {
-        if (!run(c, phase, error)) break;
-      }
+      whole = one(phase, error);
     } catch (const c10::Error& e) {
+      profiling_ = false;
       rethrow_without_backtrace(e);
     }
-    const double whole = seconds(start, Clock::now());
+    profiling_ = false;
     return py::make_tuple(whole, phase[0], phase[1], phase[2], phase[3], phase[4], error);
+  }
+
+  static constexpr int kPhases = 5;
+
+  py::object after_call() { return py::none(); }
+
+  // One iteration: the whole call's seconds; phases accumulated into `phase`.
+  double one(double* phase, std::string& error) {
+    if (!loaded_) throw std::runtime_error("native host: call() before load()");
+    const auto start = Clock::now();
+    for (const auto& c : calls_) {
+      if (!run(c, phase, error)) break;
+    }
+    return seconds(start, Clock::now());
   }
 
  private:
@@ -123,15 +165,18 @@ class DirectHost {
   bool run(const Call& c, double* phase, std::string& error) {
     // marshal_in: torch_tensor_from_array for every input and for the output
     sync();
+    PhaseRange range(profiling_, "couplescope/marshal_in");
     auto t0 = Clock::now();
     std::vector<torch::jit::IValue> inputs;
     inputs.reserve(c.inputs.size());
     for (const auto& a : c.inputs) inputs.emplace_back(wrap(a));
     torch::Tensor host_out = wrap(c.output);
     auto t1 = Clock::now();
+    range.end();
     phase[0] += seconds(t0, t1);
     if (on_gpu_) {  // FTorch on a GPU: the host code moves its inputs to the device
       sync();
+      PhaseRange h2d(profiling_, "couplescope/h2d");
       t0 = Clock::now();
       for (auto& v : inputs) v = v.toTensor().to(device_);
       sync();
@@ -139,9 +184,10 @@ class DirectHost {
     }
     // forward under the grad-mode guard, as torch_jit_module_forward
     sync();
+    PhaseRange forward(profiling_, "couplescope/forward");
     t0 = Clock::now();
     torch::jit::IValue result;
-    if (grad_mode_ == "inference") {
+    if (inference_) {
       c10::InferenceMode guard(true);
       result = module_.forward(inputs);
     } else {
@@ -150,6 +196,7 @@ class DirectHost {
     }
     sync();
     t1 = Clock::now();
+    forward.end();
     phase[2] += seconds(t0, t1);
     if (!result.isTensor()) {
       error = "model returned " + result.tagKind() + ", host expects a tensor of shape " +
@@ -165,6 +212,7 @@ class DirectHost {
     // the result written into the tensor over the host output (d2h on a GPU), then the
     // tensors are released when they go out of scope
     sync();
+    PhaseRange out_range(profiling_, on_gpu_ ? "couplescope/d2h" : "couplescope/marshal_out");
     t0 = Clock::now();
     host_out.copy_(out);
     sync();
@@ -172,16 +220,18 @@ class DirectHost {
     host_out = torch::Tensor();
     result = torch::jit::IValue();
     t1 = Clock::now();
+    out_range.end();
     phase[on_gpu_ ? 3 : 4] += seconds(t0, t1);
     return true;
   }
 
   std::string path_;
   torch::Device device_;
-  std::string grad_mode_;
+  bool inference_;
   std::vector<Call> calls_;
   bool on_gpu_;
   bool loaded_ = false;
+  bool profiling_ = false;
   torch::jit::Module module_;
 };
 
@@ -228,8 +278,10 @@ BufferSpec buffer_spec(const HostArray& a) {
 
 class EmbeddedHost {
  public:
-  EmbeddedHost(py::object module, std::string function, std::vector<Call> calls)
-      : module_(std::move(module)), function_(std::move(function)) {
+  // `after` is called after each call of a batch, outside the timed region: the phase
+  // clock's reset, which returns the phases the module timed during that call
+  EmbeddedHost(py::object module, std::string function, std::vector<Call> calls, py::object after)
+      : module_(std::move(module)), function_(std::move(function)), after_(std::move(after)) {
     asarray_ = py::module_::import("numpy").attr("asarray");  // forpy_initialize keeps it too
     for (const auto& c : calls) {
       std::vector<BufferSpec> ins;
@@ -240,10 +292,35 @@ class EmbeddedHost {
 
   // One iteration's calls. Returns (whole, marshal_in, marshal_out); a Python exception
   // raised by the function propagates unchanged.
-  py::tuple call() {
-    double marshal_in = 0, marshal_out = 0;
+  // With `profiling`, marshal_in and marshal_out are also profiler ranges (the module's
+  // own phases are ranges through the phase clock).
+  py::tuple call(bool profiling) {
+    double phase[2] = {0, 0};
+    std::string error;
+    profiling_ = profiling;
+    double whole = 0;
+    try {
+      whole = one(phase, error);
+    } catch (...) {
+      profiling_ = false;
+      throw;
+    }
+    profiling_ = false;
+    return py::make_tuple(whole, phase[0], phase[1]);
+  }
+
+  static constexpr int kPhases = 2;
+
+  py::object after_call() { return after_.is_none() ? py::none() : after_(); }
+
+  // One iteration: the whole call's seconds; marshal_in and marshal_out accumulated into
+  // `phase`. A Python exception from the function is thrown as py::error_already_set.
+  double one(double* phase, std::string& /*error*/) {
+    double& marshal_in = phase[0];
+    double& marshal_out = phase[1];
     const auto start = Clock::now();
     for (const auto& c : calls_) {
+      PhaseRange in_range(profiling_, "couplescope/marshal_in");
       auto t0 = Clock::now();
       PyObject* inputs = PyTuple_New(static_cast<Py_ssize_t>(c.inputs.size()));
       bool ok = inputs != nullptr;
@@ -255,25 +332,32 @@ class EmbeddedHost {
       PyObject* output = ok ? ndarray_nocopy(c.output) : nullptr;
       PyObject* args = output ? PyTuple_Pack(2, inputs, output) : nullptr;
       auto t1 = Clock::now();
+      in_range.end();
       marshal_in += seconds(t0, t1);
+      // forpy's call_py: the name boxed into a string and looked up on every call
+      // (call_py_attribute), an empty keyword dict made for it (call_py_object_nokwargs),
+      // then PyObject_Call
       PyObject* result = nullptr;
       if (args) {
-        PyObject* fn = PyObject_GetAttrString(module_.ptr(), function_.c_str());  // by name
-        if (fn) {
-          result = PyObject_Call(fn, args, nullptr);
-          Py_DECREF(fn);
-        }
+        PyObject* name = PyUnicode_FromString(function_.c_str());
+        PyObject* fn = name ? PyObject_GetAttr(module_.ptr(), name) : nullptr;
+        PyObject* kwargs = fn ? PyDict_New() : nullptr;
+        if (kwargs) result = PyObject_Call(fn, args, kwargs);
+        Py_XDECREF(kwargs);
+        Py_XDECREF(fn);
+        Py_XDECREF(name);
       }
+      PhaseRange out_range(profiling_, "couplescope/marshal_out");
       t0 = Clock::now();
       Py_XDECREF(result);
       Py_XDECREF(args);
       Py_XDECREF(output);
       Py_XDECREF(inputs);
       marshal_out += seconds(t0, Clock::now());
+      out_range.end();
       if (!result) throw py::error_already_set();
     }
-    const double whole = seconds(start, Clock::now());
-    return py::make_tuple(whole, marshal_in, marshal_out);
+    return seconds(start, Clock::now());
   }
 
  private:
@@ -305,9 +389,80 @@ class EmbeddedHost {
 
   py::object module_;
   std::string function_;
+  py::object after_;
   py::object asarray_;
   std::vector<BufferCall> calls_;
+  bool profiling_ = false;
 };
+
+// What the engine does between two calls, done here so that no Python runs between the
+// calls of a batch (Python work between calls evicts the caches a tight host loop keeps
+// warm: on SimpleNet it doubled the call). Before each call every host output is filled
+// with NaN (from a pattern the engine made), after it the output is copied into the
+// iteration's slot of a snapshot buffer, both outside the timed region; the engine then
+// checks every iteration's snapshot, so every call is still checked.
+struct OutputSlot {
+  std::intptr_t host;       // the host output array
+  std::intptr_t nan;        // the same number of bytes of NaN
+  std::intptr_t snapshots;  // count * bytes: one slot per iteration
+  size_t bytes;
+};
+
+// Runs up to `count` iterations, stopping after `budget` seconds (so a signal is handled
+// soon) or at the first exception. Returns (rows, errors, failure): one row per finished
+// iteration (whole seconds, then the host's phases), the output error of each ("" when the
+// output was written), the failing iteration's message ("" when none failed), what the
+// host's after_call() returned for each finished iteration, and how long the failing call
+// ran before it threw.
+template <class Host>
+py::tuple run_batch(Host& host, int count, double budget, const std::vector<OutputSlot>& slots) {
+  constexpr int width = Host::kPhases + 1;
+  std::vector<double> flat(static_cast<size_t>(count) * width, 0.0);  // allocated before the calls
+  std::vector<std::string> errors;
+  std::string failure;
+  py::list extras;
+  errors.reserve(count);
+  int done = 0;
+  double failed_after = 0;  // how long the failing call ran before it threw
+  const auto begin = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    for (const auto& s : slots)
+      std::memcpy(reinterpret_cast<void*>(s.host), reinterpret_cast<const void*>(s.nan), s.bytes);
+    double* row = flat.data() + static_cast<size_t>(i) * width;
+    std::string error;
+    const auto call_start = Clock::now();
+    try {
+      row[0] = host.one(row + 1, error);
+    } catch (const c10::Error& e) {
+      failed_after = seconds(call_start, Clock::now());
+      failure = e.what_without_backtrace();
+      break;
+    } catch (py::error_already_set& e) {
+      failed_after = seconds(call_start, Clock::now());
+      if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
+      failure = std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value()));
+      break;
+    } catch (const std::exception& e) {
+      failed_after = seconds(call_start, Clock::now());
+      failure = e.what();
+      break;
+    }
+    for (const auto& s : slots)
+      std::memcpy(reinterpret_cast<char*>(s.snapshots) + static_cast<size_t>(i) * s.bytes,
+                  reinterpret_cast<const void*>(s.host), s.bytes);
+    errors.push_back(std::move(error));
+    extras.append(host.after_call());
+    done = i + 1;
+    if (seconds(begin, Clock::now()) > budget) break;
+  }
+  py::list rows;
+  for (int i = 0; i < done; ++i) {
+    py::list row;
+    for (int j = 0; j < width; ++j) row.append(flat[static_cast<size_t>(i) * width + j]);
+    rows.append(row);
+  }
+  return py::make_tuple(rows, errors, failure, extras, failed_after);
+}
 
 }  // namespace
 
@@ -316,12 +471,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<HostArray>(m, "HostArray")
       .def(py::init<std::intptr_t, std::vector<int64_t>, std::vector<int64_t>, std::string>());
   py::class_<Call>(m, "Call").def(py::init<std::vector<HostArray>, HostArray>());
+  py::class_<OutputSlot>(m, "OutputSlot")
+      .def(py::init<std::intptr_t, std::intptr_t, std::intptr_t, size_t>());
   py::class_<DirectHost>(m, "DirectHost")
       .def(py::init<std::string, std::string, std::string, std::vector<Call>>())
       .def("load", &DirectHost::load)
-      .def("call", &DirectHost::call);
+      .def("call", &DirectHost::call)
+      .def("call_batch", &run_batch<DirectHost>);
   py::class_<EmbeddedHost>(m, "EmbeddedHost")
-      .def(py::init<py::object, std::string, std::vector<Call>>())
-      .def("call", &EmbeddedHost::call);
+      .def(py::init<py::object, std::string, std::vector<Call>, py::object>())
+      .def("call", &EmbeddedHost::call)
+      .def("call_batch", &run_batch<EmbeddedHost>);
   m.attr("ABI") = 1;
 }

@@ -15,6 +15,8 @@ def run_headless(args) -> int:
     from couplescope.frontends.cli.printer import HeadlessPrinter
 
     req = request.build(options_from(args))
+    for note in req.notes:   # before the run: a variant that falls back to the python host
+        print(f"couplescope: {note}", file=sys.stderr)
     stream = sys.stderr if args.json else sys.stdout
     printer = HeadlessPrinter(len(req.specs), out=stream, quiet_iterations=args.quiet)
     try:

@@ -19,9 +19,15 @@ def print_list(out=None) -> None:
             for name, m in cat.models.items()]
     out.write("models (--model NAME, --size sets the size parameter):\n")
     out.write(fmt.table(["model", "size (default)", "dtype", "what"], rows, width=width) + "\n\n")
-    rows = [[name, "unavailable" if reason else "available", what + (f"; unavailable: {reason}" if reason else "")]
+    rows = [[name, "unavailable" if reason else "available", ", ".join(cat.backend_hosts.get(name, ())),
+             what + (f"; unavailable: {reason}" if reason else "")]
             for name, (what, reason) in cat.backends.items()]
-    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "what"], rows, width=width) + "\n\n")
+    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "hosts", "what"], rows, width=width)
+              + "\n\n")
+    rows = [[name, "unavailable" if reason else "available", what + (f"; unavailable: {reason}" if reason else "")]
+            for name, (what, reason) in cat.hosts.items()]
+    out.write("hosts (--host NAME; default native where the backend has it):\n"
+              + fmt.table(["host", "status", "what"], rows, width=width) + "\n\n")
     rows = [[name, description] for name, description in cat.presets.items()]
     out.write("presets (--preset NAME):\n" + fmt.table(["preset", "description"], rows, width=width) + "\n\n")
     out.write("devices (--device):\n" + fmt.table(["device", "what"], cat.device_rows, width=width) + "\n")

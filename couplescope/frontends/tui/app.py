@@ -181,6 +181,8 @@ class CoupleScopeApp(App):
         self.main.query_one(StatsPanel).show(None, None)
         self.add_history_row(record)
         self.note(f"run {record.name}: " + ", ".join(s.label for s in record.specs))
+        for note in request.notes:   # a variant falling back to the python host
+            self.note(note, "warning")
         self.run_session(record)
         return record
 

@@ -22,14 +22,16 @@ from textual.widgets.option_list import OptionDoesNotExist
 from couplescope.core.request import RunOptions, split_list
 from couplescope.frontends.tui.messages import CatalogueLoaded
 from couplescope.protocol.errors import UsageError
-from couplescope.protocol.spec import BRIDGE_MODELS, DTYPE_CHOICES, LAYOUTS
+from couplescope.protocol.spec import BRIDGE_MODELS, DTYPE_CHOICES, GRAD_MODES, LAYOUTS
 
 #: numeric fields: (id, label, placeholder)
 NUMBERS = (("iterations", "iterations", "default 10"),
            ("warmup", "warm-up", "default 1"),
            ("threads", "threads", "torch's own"),
            ("profile_iterations", "profiled", "default 3, 0 = off"))
-SELECTS = ("preset", "model", "device", "dtype", "layout", "bridge_model")
+SELECTS = ("preset", "model", "host", "grad_mode", "device", "dtype", "layout", "bridge_model")
+#: the host choices: one host, or both (a variant each)
+HOST_CHOICES = ("native", "python", "native,python")
 #: the longest "why not" shown beside a backend's name; the full reason goes under the list
 SHORT_REASON = 32
 
@@ -135,6 +137,8 @@ class PickForm(Vertical):
         sizes = ",".join(map(str, a.sizes or ()))
         device, dtype = given.get("device"), given.get("dtype")
         layout, bridge_model = given.get("layout"), given.get("bridge_model")
+        host = ",".join(a.hosts) if a.hosts else None
+        grad_mode = given.get("grad_mode")
 
         with Grid(id="pick-grid"):
             yield Label("preset")
@@ -146,6 +150,12 @@ class PickForm(Vertical):
             yield Label("size", id="size-label")
             yield Input(sizes, id="size", placeholder="model's own", compact=True,
                         restrict=r"[0-9,]*")
+            yield Label("host")
+            yield Select([(v, v) for v in HOST_CHOICES], id="host", prompt="native (default)",
+                         compact=True, value=host if host in HOST_CHOICES else Select.NULL)
+            yield Label("grad mode")
+            yield Select([(v, v) for v in GRAD_MODES], id="grad_mode", prompt="no_grad (default)",
+                         compact=True, value=grad_mode if grad_mode in GRAD_MODES else Select.NULL)
             yield Label("device")
             yield Select([("cpu", "cpu")], id="device", prompt="cpu (default)", compact=True,
                          value=device if device == "cpu" else Select.NULL)
@@ -220,7 +230,7 @@ class PickForm(Vertical):
         for key in SELECTS:
             value = self.query_one(f"#{key}", Select).value
             chosen[key] = value if isinstance(value, str) else None
-        for key in ("device", "dtype", "layout", "bridge_model"):
+        for key in ("device", "dtype", "layout", "bridge_model", "grad_mode"):
             if chosen[key] is not None:
                 overrides[key] = chosen[key]
         for key, label, _ in NUMBERS:
@@ -237,8 +247,9 @@ class PickForm(Vertical):
             overrides[key] = value
         size = self.query_one("#size", Input).value.strip().strip(",")
         backends = list(self.query_one("#backends", SelectionList).selected)
+        hosts = split_list(chosen["host"]) if chosen["host"] else self.initial.hosts
         return RunOptions(preset=chosen["preset"], model=chosen["model"], backends=backends or None,
-                          sizes=split_list(size or None, int), overrides=overrides,
+                          sizes=split_list(size or None, int), hosts=hosts, overrides=overrides,
                           export=self.initial.export, telemetry_hz=self.initial.telemetry_hz)
 
     def build(self):
