@@ -89,7 +89,8 @@ class NativeBridgeCoupling(BridgeCoupling):
             from couplescope.backends.native.batch import BatchRunner
 
             self.call_batch = BatchRunner(self.native, self.host, self.ctx.outputs,
-                                          ("marshal_in", "marshal_out"), before=clock.reset)
+                                          ("marshal_in", "marshal_out"), before=clock.reset,
+                                          inputs=self.ctx.arrays)
 
     def call(self) -> float:
         from couplescope.backends.torchscript import add_host_phases

@@ -108,7 +108,8 @@ class NativeTorchScriptCoupling(Coupling):
         if not ctx.spec.reload_every_call:
             from couplescope.backends.native.batch import BatchRunner
 
-            self.call_batch = BatchRunner(self.native, self.host, ctx.outputs, self.PHASES)
+            self.call_batch = BatchRunner(self.native, self.host, ctx.outputs, self.PHASES,
+                                          inputs=ctx.arrays)
 
     def load(self) -> None:
         self.host.load()

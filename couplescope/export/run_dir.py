@@ -43,10 +43,34 @@ def check_writable(parent: str) -> str:
     return parent
 
 
+def readable_json(document: dict) -> str:
+    """The document indented for people, with each variant's iterations one per line.
+
+    json's indenting encoder is pure Python (0.8 s for 50 000 iterations here); the
+    structure stays indented and the iterations, nearly all of the bytes, go through the
+    C encoder, one compact line each (3-4x faster, and easier to read and to grep)."""
+    compact = json.JSONEncoder(separators=(", ", ": "), allow_nan=False, default=str).encode
+    blocks = []
+    skeleton = dict(document)
+    variants = []
+    for variant in document.get("variants", []):
+        its = variant.get("iterations")
+        if isinstance(its, list) and its:
+            variant = {**variant, "iterations": f"\0iterations {len(blocks)}\0"}
+            blocks.append(",\n    ".join(map(compact, its)))
+        variants.append(variant)
+    if "variants" in document:
+        skeleton["variants"] = variants
+    text = json.dumps(skeleton, indent=1, allow_nan=False, default=str)
+    for i, block in enumerate(blocks):
+        text = text.replace(json.dumps(f"\0iterations {i}\0"), f"[\n    {block}\n   ]", 1)
+    return text
+
+
 def write_json_atomic(path: str, document: dict) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(document, f, indent=1, allow_nan=False, default=str)
+        f.write(readable_json(document))
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
@@ -79,6 +103,7 @@ class RunDirectoryExporter(Listener):
         self._events_file = None
         self._announce = announce
         self.on_created: list = []  # callbacks(path), for exporters that add files
+        self._unwritten = True      # events results.json has not seen yet
 
     def _create(self) -> None:
         self.path = new_run_directory(self.parent, self.title)
@@ -96,6 +121,7 @@ class RunDirectoryExporter(Listener):
         self._events_file.flush()
 
     def on_event(self, event: dict) -> None:
+        self._unwritten = True
         if self.path is None:
             if event["event"] == "model_loaded":
                 self._pending.append(event)
@@ -108,9 +134,11 @@ class RunDirectoryExporter(Listener):
     def variant_done(self, builder) -> None:
         if self.path is not None:
             write_json_atomic(os.path.join(self.path, "results.json"), builder.document())
+            self._unwritten = False
 
     def session_done(self, builder) -> None:
-        self.variant_done(builder)
+        if self._unwritten:   # events since the last variant's write (else it is current)
+            self.variant_done(builder)
         if self._events_file is not None:
             self._events_file.close()
             self._events_file = None

@@ -13,6 +13,7 @@ import copy
 import math
 import os
 
+from couplescope.protocol import events
 from couplescope.results import ranks as mpi_stats
 from couplescope.results import stats
 
@@ -115,6 +116,9 @@ class ResultsBuilder:
             v = self.variant(name)
             v.load_seconds = ev["seconds"]
             v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs") if k in ev}
+        elif kind == "iterations":
+            for one in events.expand(ev):
+                self.on_event(one)
         elif kind == "iteration":
             it = {k: ev[k] for k in ("index", "kind", "seconds", "phases", "max_rel_error", "passed", "error")}
             it["warmup"] = ev["kind"] == "warmup"

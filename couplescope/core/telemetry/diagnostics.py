@@ -102,6 +102,9 @@ class Diagnostician:
             self.timed_seconds += ev["seconds"]
             forward = (ev.get("phases") or {}).get("forward")
             self.forward_seconds += forward if _num(forward) else 0.0
+        elif kind == "iterations" and ev.get("kind") == "timed":
+            self.timed_seconds += sum(s for s in ev["seconds"] if _num(s))
+            self.forward_seconds += sum(f for f in (ev["phases"].get("forward") or []) if _num(f))
         return []
 
     # -- telemetry samples -----------------------------------------------------------------

@@ -44,6 +44,8 @@ class IterationTracker:
             self.current = self._after(None, 0)
         elif kind == "iteration":
             self.current = self._after(ev.get("kind"), ev.get("index", 0))
+        elif kind == "iterations":   # the last call of the batch
+            self.current = self._after(ev.get("kind"), ev["first_index"] + len(ev["seconds"]) - 1)
         elif kind in ("variant_finished", "variant_failed"):
             self.current = None
 
