@@ -86,11 +86,11 @@ class NativeBridgeCoupling(BridgeCoupling):
         clock = self.ctx.clock
         self.host = self.native.EmbeddedHost(self.module, self.function, calls, clock.reset)
         if not self.ctx.spec.reload_every_call:
-            from couplescope.backends.native.batch import BatchRunner
+            from couplescope.backends.native.batch import NativeBatchRunner
 
-            self.call_batch = BatchRunner(self.native, self.host, self.ctx.outputs,
-                                          ("marshal_in", "marshal_out"), before=clock.reset,
-                                          inputs=self.ctx.arrays)
+            self.call_batch = NativeBatchRunner(self.native, self.host, self.ctx.outputs,
+                                                ("marshal_in", "marshal_out"), before=clock.reset,
+                                                inputs=self.ctx.arrays)
 
     def call(self) -> float:
         from couplescope.backends.torchscript import add_host_phases

@@ -106,10 +106,10 @@ class NativeTorchScriptCoupling(Coupling):
                  for c in ctx.calls]
         self.host = self.native.DirectHost(ctx.torchscript_path, ctx.device, ctx.spec.grad_mode, calls)
         if not ctx.spec.reload_every_call:
-            from couplescope.backends.native.batch import BatchRunner
+            from couplescope.backends.native.batch import NativeBatchRunner
 
-            self.call_batch = BatchRunner(self.native, self.host, ctx.outputs, self.PHASES,
-                                          inputs=ctx.arrays)
+            self.call_batch = NativeBatchRunner(self.native, self.host, ctx.outputs, self.PHASES,
+                                                inputs=ctx.arrays)
 
     def load(self) -> None:
         self.host.load()

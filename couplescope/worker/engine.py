@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
 import tempfile
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -55,6 +57,18 @@ class Prepared:
         err = self.workload.check(self.outputs if outputs is None else outputs, self.expected, self.arrays)
         passed = bool(np.isfinite(err) and err <= self.tolerance)
         return err, passed, None
+
+    def batch_runner(self):
+        """The coupling's own batches (a native host's, in C++), else the python host's
+        loop; made once, so what it learnt (batch size, the judged output) carries over."""
+        runner = getattr(self, "_runner", None)
+        if runner is None:
+            from couplescope.backends.batch import PythonBatchRunner
+
+            runner = self.coupling.call_batch or PythonBatchRunner(self.coupling, self.clock,
+                                                                   self.outputs, self.arrays)
+            self._runner = runner
+        return runner
 
     def poison_outputs(self) -> None:
         """Fill outputs with NaN so a coupling that never writes host memory fails its check."""
@@ -146,13 +160,12 @@ def _on_device(spec, arrays, outputs):
 
 def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False) -> int:
     """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
-    runs after every event, outside the timed region. With `batch` (one process, a coupling
-    that can), the calls run in batches on the host (couplescope.backends.native.batch).
+    runs after every event, outside the timed region. With `batch` (one process), the calls
+    run in batches with nothing of the engine between them (couplescope.backends.batch).
     Returns how many ran. Nothing is kept here: the events are the record (a list of every
     iteration grew the worker by ~30 MiB over 50 000 calls and looked like a leak)."""
-    runner = prepared.coupling.call_batch if batch else None
-    if runner is not None:
-        return _measure_batched(prepared, runner, emit, kind, count, after)
+    if batch:
+        return _measure_batched(prepared, prepared.batch_runner(), emit, kind, count, after)
     coupling, clock = prepared.coupling, prepared.clock
     for index in range(1, count + 1):
         prepared.poison_outputs()
@@ -178,39 +191,75 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
     return count
 
 
+#: the signals that end a run; while a batch of several calls runs they only take note,
+#: and act once the batch is reported
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+
+@contextmanager
+def signals_noted():
+    """Yields a list that the ending signals append to instead of acting; on leaving, the
+    first one noted is raised again with the handlers it found. A batch of short calls then
+    loses none of the calls it made (they are checked and reported first), and acts on a
+    signal within one batch (about 0.1 s)."""
+    noted: list[int] = []
+    previous = {}
+    for sig in _ENDING_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
+        except (ValueError, OSError):   # not the main thread: nothing is deferred
+            pass
+    try:
+        yield noted
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
 def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after) -> int:
     """The same iterations, their calls made back to back by the host: each iteration's
     outputs come back as a snapshot and are checked here, after the batch, and the batch
     is reported as one `iterations` event (columns; a JSON object per call would cost the
-    worker and the parent more than a small model's call)."""
+    worker and the parent more than a small model's call). A batch of one call (a slow
+    model) stays interruptible in the middle of its call, as the one-call loop is."""
     index = 0
     while index < count:
-        records, failure = runner.run(runner.size(count - index))
-        judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
-        batch = []
-        for position, (seconds, phases, output_error, outputs, same) in enumerate(records):
-            if output_error:
-                err, passed, error = float("inf"), False, output_error
-            elif same:   # byte-identical to outputs already judged (batch.py says why)
-                err, passed, error = judged
-            else:
-                err, passed, error = prepared.check(outputs)
-                runner.judge(position, (err, passed, error))
-            batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
-                          "phases": phases, "max_rel_error": err, "passed": passed, "error": error})
-        if failure is not None and index + len(batch) < count:   # the call that raised: FAILED
-            message, seconds = failure
-            prepared.clock.reset()
-            batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
-                          "phases": {}, "max_rel_error": float("inf"), "passed": False,
-                          "error": first_line_of(message)})
-        if batch:
-            emit("iterations", **events.iteration_columns(kind, index + 1, batch))
-        for record in batch:
-            if after is not None:
-                after(kind, record["index"])
-        index += len(batch)
+        size = runner.size(count - index)
+        with (signals_noted() if size > 1 else nullcontext([])) as noted:
+            index = _one_batch(prepared, runner, emit, kind, index, count, size, after,
+                               stop=lambda: bool(noted))
     return index
+
+
+def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) -> int:
+    records, failure = runner.run(size, stop)
+    judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
+    batch = []
+    for position, (seconds, phases, output_error, outputs, same) in enumerate(records):
+        if output_error:
+            err, passed, error = float("inf"), False, output_error
+        elif same:   # byte-identical to outputs already judged (backends/batch.py says why)
+            err, passed, error = judged
+        else:
+            err, passed, error = prepared.check(outputs)
+            runner.judge(position, (err, passed, error))
+        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
+                      "phases": phases, "max_rel_error": err, "passed": passed, "error": error})
+    if failure is not None and index + len(batch) < count:   # the call that raised: FAILED
+        message, seconds = failure
+        prepared.clock.reset()
+        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
+                      "phases": {}, "max_rel_error": float("inf"), "passed": False,
+                      "error": first_line_of(message)})
+    if batch:
+        emit("iterations", **events.iteration_columns(kind, index + 1, batch))
+    for record in batch:
+        if after is not None:
+            after(kind, record["index"])
+    return index + len(batch)
 
 
 def first_line_of(text: str) -> str:
