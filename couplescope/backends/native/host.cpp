@@ -94,6 +94,16 @@ torch::Tensor wrap(const HostArray& a) {
   return torch::from_blob(reinterpret_cast<void*>(a.address), a.shape, a.strides, a.options);
 }
 
+// FTorch's torch_from_blob (ctorch.cpp), which torch_tensor_from_array calls: a tensor
+// handle allocated on the heap, made under AutoGradMode(false) from the host memory with
+// the layout's strides, then `.to(device)` (a no-op on the CPU, a copy onto a GPU).
+torch::Tensor* ftorch_from_blob(const HostArray& a, const torch::Device& device) {
+  torch::AutoGradMode enable_grad(false);
+  auto tensor = new torch::Tensor;
+  *tensor = wrap(a).to(device);
+  return tensor;
+}
+
 std::string shape_text(at::IntArrayRef shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -162,37 +172,56 @@ class DirectHost {
     if (on_gpu_) torch::cuda::synchronize(device_.index() < 0 ? -1 : device_.index());
   }
 
+  // One forward call, as a Fortran code through FTorch makes it: torch_tensor_from_array
+  // for every input (on the run's device) and for the output (on the host), then
+  // torch_jit_module_forward (an IValue vector built from the input handles, forward under
+  // the grad-mode guard, `std::move(*out) = result`, which is copy_ into the host output),
+  // then torch_delete of every handle. Phases: marshal_in is the input and output tensors'
+  // creation (on a GPU the inputs' copy to the device is h2d), forward the module's forward,
+  // marshal_out (d2h on a GPU) the copy into the host output and the deletions.
   bool run(const Call& c, double* phase, std::string& error) {
-    // marshal_in: torch_tensor_from_array for every input and for the output
+    const torch::Device host(torch::kCPU);
     sync();
     PhaseRange range(profiling_, "couplescope/marshal_in");
     auto t0 = Clock::now();
-    std::vector<torch::jit::IValue> inputs;
-    inputs.reserve(c.inputs.size());
-    for (const auto& a : c.inputs) inputs.emplace_back(wrap(a));
-    torch::Tensor host_out = wrap(c.output);
+    std::vector<torch::Tensor*> in;
+    in.reserve(c.inputs.size());
+    if (!on_gpu_)
+      for (const auto& a : c.inputs) in.push_back(ftorch_from_blob(a, device_));
+    torch::Tensor* out = ftorch_from_blob(c.output, host);
     auto t1 = Clock::now();
     range.end();
     phase[0] += seconds(t0, t1);
-    if (on_gpu_) {  // FTorch on a GPU: the host code moves its inputs to the device
+    if (on_gpu_) {  // FTorch on a GPU: the inputs are made on the device (from_blob(...).to)
       sync();
       PhaseRange h2d(profiling_, "couplescope/h2d");
       t0 = Clock::now();
-      for (auto& v : inputs) v = v.toTensor().to(device_);
+      for (const auto& a : c.inputs) in.push_back(ftorch_from_blob(a, device_));
       sync();
       phase[1] += seconds(t0, Clock::now());
     }
+    auto release = [&]() {
+      for (auto* t : in) delete t;
+      delete out;
+    };
     // forward under the grad-mode guard, as torch_jit_module_forward
     sync();
     PhaseRange forward(profiling_, "couplescope/forward");
     t0 = Clock::now();
     torch::jit::IValue result;
-    if (inference_) {
-      c10::InferenceMode guard(true);
-      result = module_.forward(inputs);
-    } else {
-      torch::AutoGradMode guard(false);
-      result = module_.forward(inputs);
+    try {
+      std::vector<torch::jit::IValue> inputs_vec;
+      for (auto* t : in) inputs_vec.push_back(*t);
+      if (inference_) {
+        c10::InferenceMode guard(true);
+        result = module_.forward(inputs_vec);
+      } else {
+        torch::AutoGradMode guard(false);
+        result = module_.forward(inputs_vec);
+      }
+    } catch (...) {
+      release();
+      throw;
     }
     sync();
     t1 = Clock::now();
@@ -200,25 +229,31 @@ class DirectHost {
     phase[2] += seconds(t0, t1);
     if (!result.isTensor()) {
       error = "model returned " + result.tagKind() + ", host expects a tensor of shape " +
-              shape_text(host_out.sizes());
+              shape_text(out->sizes());
+      release();
       return false;
     }
-    const torch::Tensor out = result.toTensor();
-    if (out.sizes() != host_out.sizes()) {
-      error = "model returned shape " + shape_text(out.sizes()) + ", host expects " +
-              shape_text(host_out.sizes());
+    if (result.toTensor().sizes() != out->sizes()) {
+      error = "model returned shape " + shape_text(result.toTensor().sizes()) + ", host expects " +
+              shape_text(out->sizes());
+      release();
       return false;
     }
     // the result written into the tensor over the host output (d2h on a GPU), then the
-    // tensors are released when they go out of scope
+    // handles deleted (torch_delete)
     sync();
     PhaseRange out_range(profiling_, on_gpu_ ? "couplescope/d2h" : "couplescope/marshal_out");
     t0 = Clock::now();
-    host_out.copy_(out);
+    if (inference_) {  // still inside torch_jit_module_forward's guard in FTorch
+      c10::InferenceMode guard(true);
+      std::move(*out) = result.toTensor();
+    } else {
+      torch::AutoGradMode guard(false);
+      std::move(*out) = result.toTensor();
+    }
     sync();
-    inputs.clear();
-    host_out = torch::Tensor();
     result = torch::jit::IValue();
+    release();
     t1 = Clock::now();
     out_range.end();
     phase[on_gpu_ ? 3 : 4] += seconds(t0, t1);
@@ -377,8 +412,14 @@ class EmbeddedHost {
     view.suboffsets = nullptr;
     PyObject* memory = PyMemoryView_FromBuffer(&view);
     if (!memory) return nullptr;
-    PyObject* array = PyObject_CallOneArg(asarray_.ptr(), memory);
-    Py_DECREF(memory);
+    PyObject* args = PyTuple_New(1);  // forpy: a 1-tuple, PyObject_Call(numpy.asarray, args)
+    if (!args) {
+      Py_DECREF(memory);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(args, 0, memory);  // steals the reference
+    PyObject* array = PyObject_Call(asarray_.ptr(), args, nullptr);
+    Py_DECREF(args);
     return array;
   }
 
