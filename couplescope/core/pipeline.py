@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from couplescope.core.session import Session
-from couplescope.protocol.contract import EXIT_INTERRUPTED
+from couplescope.protocol.contract import EXIT_INTERRUPTED, EXIT_NOT_SAVED, exit_for_signal
 from couplescope.results.builder import ResultsBuilder
 
 
@@ -21,11 +21,20 @@ class Outcome:
     builder: ResultsBuilder
     run_directory: str | None
     interrupted: bool
+    #: the signal that ended the run (SIGINT for a plain Ctrl-C), None when none did
+    signal: int | None = None
+    #: why the run directory could not be written (a full disk), None when it was
+    not_saved: str | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 all checks passed, 1 a check failed or a variant broke, 2 bad input, 130 interrupted."""
-        return EXIT_INTERRUPTED if self.interrupted else self.builder.exit_code()
+        """protocol.contract's table: 128 + the signal for a run a signal ended, 3 when the
+        results could not be written, else the results' own code (0, 1 or 2)."""
+        if self.interrupted:
+            return exit_for_signal(self.signal or EXIT_INTERRUPTED - 128)
+        if self.not_saved:
+            return EXIT_NOT_SAVED
+        return self.builder.exit_code()
 
     def document(self) -> dict:
         """The results document, with where it was written and the exit code."""
@@ -66,7 +75,8 @@ class Pipeline:
     def run(self) -> Outcome:
         builder = self.session.run()
         path = self.exporter.path if self.exporter is not None else None
-        return Outcome(builder, path, self.session.interrupted)
+        not_saved = self.exporter.failure if self.exporter is not None else None
+        return Outcome(builder, path, self.session.interrupted, self.session.signal, not_saved)
 
     def stop(self) -> None:
         self.session.stop()

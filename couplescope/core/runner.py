@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 
-from couplescope.protocol import events
-from couplescope.protocol.contract import worker_argv
+from couplescope.protocol import events, scratch
+from couplescope.protocol.contract import PARENT_PID_ENV, worker_argv
 
 
 def same_package_env(env: dict) -> dict:
@@ -80,6 +81,9 @@ class WorkerProcess:
         cmd = worker_command(spec)
         full_env = same_package_env(dict(os.environ))
         full_env.update(backend_env(spec))
+        self._scratch = scratch.worker_env()   # its temporary files, removed when it ends
+        full_env.update(self._scratch)
+        full_env[PARENT_PID_ENV] = str(os.getpid())
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -110,10 +114,16 @@ class WorkerProcess:
             yield event
         self.proc.wait()
         self._drain.join(timeout=2)
+        self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        if self.proc.poll() is not None:
+            shutil.rmtree(self._scratch["TMPDIR"], ignore_errors=True)
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the worker (and anything it started): SIGTERM to its group, then SIGKILL."""
         if self.proc.poll() is not None:
+            self._remove_scratch()
             return
         # MPI launchers put each rank in a process group of its own: remember them, so
         # none is orphaned if the launcher has to be killed
@@ -131,6 +141,7 @@ class WorkerProcess:
                 pass
             self.proc.wait()
         _kill_survivors(descendants, timeout)
+        self._remove_scratch()
 
     @property
     def returncode(self):

@@ -35,6 +35,8 @@ class Session:
         # listener may emit from inside on_event.
         self._emit_lock = threading.RLock()
         self.interrupted = False
+        #: the signal that ended the run (couplescope.core.ending), when one did
+        self.signal: int | None = None
 
     def emit(self, event: dict) -> None:
         """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
@@ -59,11 +61,18 @@ class Session:
                 if self._stop.is_set():
                     break
                 self._run_one(spec)
-        except KeyboardInterrupt:
-            self.interrupted = True
+        except KeyboardInterrupt as exc:
+            self._interrupted_by(exc)
         for listener in self.listeners:
             listener.session_done(self.builder)
         return self.builder
+
+    def _interrupted_by(self, exc: BaseException) -> None:
+        from couplescope.core.ending import signum_of
+
+        self.interrupted = True
+        if self.signal is None:
+            self.signal = signum_of(exc)
 
     def _run_one(self, spec) -> None:
         env = {}
@@ -91,8 +100,8 @@ class Session:
             for ev in proc.events():
                 ended = ended or ev["event"] in events.ENDINGS
                 self.emit(ev)
-        except KeyboardInterrupt:
-            self.interrupted = True
+        except KeyboardInterrupt as exc:
+            self._interrupted_by(exc)
             self._stop.set()
             proc.stop()
             for ev in proc.events():  # the worker's last words: it reports being interrupted

@@ -3,7 +3,8 @@
 The directory is created when the first variant has loaded its model, so bad input
 (which fails before that) leaves nothing behind; an existing directory is never reused.
 events.jsonl is appended and flushed per event, so a run killed half way keeps every
-finished iteration; results.json is replaced atomically (write, fsync, rename).
+finished iteration; results.json is replaced atomically (write, fsync, rename). A write
+that fails is reported and survived (RunDirectoryExporter says how).
 """
 
 from __future__ import annotations
@@ -68,13 +69,22 @@ def readable_json(document: dict) -> str:
 
 
 def write_json_atomic(path: str, document: dict) -> None:
+    """Write, fsync, rename: readers see the old file or the new one, never half of one.
+    A failed write (a full disk) leaves no temporary file behind and raises OSError."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(readable_json(document))
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(readable_json(document))
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def new_run_directory(parent: str, title: str) -> str:
@@ -93,7 +103,13 @@ def new_run_directory(parent: str, title: str) -> str:
 
 
 class RunDirectoryExporter(Listener):
-    """Writes a run to disk. `path` is None until the directory exists."""
+    """Writes a run to disk. `path` is None until the directory exists.
+
+    A write that fails (a full disk, a quota, a vanished mount) never ends the run and
+    never loses what is in memory: the failure is said once (a `log` event, which the
+    printer and the app show), events.jsonl stops, results.json is still attempted after
+    every variant (space may have come back), no temporary file is left, and `failure`
+    says what could not be written (the command then exits 3)."""
 
     def __init__(self, parent: str, title: str, announce=None) -> None:
         self.parent = check_writable(parent)
@@ -104,10 +120,31 @@ class RunDirectoryExporter(Listener):
         self._announce = announce
         self.on_created: list = []  # callbacks(path), for exporters that add files
         self._unwritten = True      # events results.json has not seen yet
+        self.session = None
+        #: what could not be written, in one line (None while everything was)
+        self.failure: str | None = None
+        self._events_failed = False
+
+    def attach(self, session) -> None:
+        self.session = session
+
+    def _failed(self, what: str, exc: OSError) -> None:
+        reason = exc.strerror or str(exc)
+        first = self.failure is None
+        self.failure = f"cannot write {what}: {reason}"
+        if first and self.session is not None:
+            self.session.emit(events.make("log", "", message=f"export: {self.failure}; the run goes on "
+                                          "and its statistics are printed, but the run directory "
+                                          "is incomplete"))
 
     def _create(self) -> None:
-        self.path = new_run_directory(self.parent, self.title)
-        self._events_file = open(os.path.join(self.path, "events.jsonl"), "a", encoding="utf-8")
+        try:
+            self.path = new_run_directory(self.parent, self.title)
+            self._events_file = open(os.path.join(self.path, "events.jsonl"), "a", encoding="utf-8")
+        except OSError as exc:
+            self._events_failed = True
+            self._failed(self.path or self.parent, exc)
+            return
         for ev in self._pending:
             self._write(ev)
         self._pending.clear()
@@ -117,28 +154,44 @@ class RunDirectoryExporter(Listener):
             callback(self.path)
 
     def _write(self, ev: dict) -> None:
-        self._events_file.write(events.dumps(ev) + "\n")
-        self._events_file.flush()
+        if self._events_failed:
+            return
+        try:
+            self._events_file.write(events.dumps(ev) + "\n")
+            self._events_file.flush()
+        except OSError as exc:
+            self._events_failed = True
+            self._close_events()
+            self._failed(os.path.join(self.path, "events.jsonl"), exc)
+
+    def _close_events(self) -> None:
+        if self._events_file is not None:
+            try:
+                self._events_file.close()
+            except OSError:
+                pass   # what could not be flushed is already reported
+            self._events_file = None
 
     def on_event(self, event: dict) -> None:
         self._unwritten = True
         if self.path is None:
-            if event["event"] == "model_loaded":
-                self._pending.append(event)
-                self._create()
-                return
             self._pending.append(event)
+            if event["event"] == "model_loaded" and not self._events_failed:
+                self._create()
             return
         self._write(event)
 
     def variant_done(self, builder) -> None:
-        if self.path is not None:
-            write_json_atomic(os.path.join(self.path, "results.json"), builder.document())
+        if self.path is None:
+            return
+        target = os.path.join(self.path, "results.json")
+        try:
+            write_json_atomic(target, builder.document())
             self._unwritten = False
+        except OSError as exc:
+            self._failed(target, exc)
 
     def session_done(self, builder) -> None:
         if self._unwritten:   # events since the last variant's write (else it is current)
             self.variant_done(builder)
-        if self._events_file is not None:
-            self._events_file.close()
-            self._events_file = None
+        self._close_events()

@@ -25,7 +25,7 @@ import re
 import shutil
 import tempfile
 
-from couplescope.protocol import events
+from couplescope.protocol import events, scratch
 from couplescope.protocol.contract import TRACE_DIR_ENV, TRACE_SUFFIXES
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
@@ -91,8 +91,15 @@ class ScalarWriter:
                                        for k, v in values.items()])
         self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
 
-    def close(self) -> None:
-        self._writer.close()
+    def close(self, quietly: bool = False) -> bool:
+        """Flush and close; with `quietly`, a failure (a full disk) is returned, not raised."""
+        try:
+            self._writer.close()
+            return True
+        except Exception:
+            if not quietly:
+                raise
+            return False
 
 
 class TraceListener(Listener):
@@ -113,7 +120,7 @@ class TraceListener(Listener):
     @staticmethod
     def _make_staging() -> str:
         try:
-            return tempfile.mkdtemp(prefix="couplescope-traces-")
+            return scratch.subfolder("traces-")
         except OSError as exc:
             raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
                              f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
@@ -152,23 +159,38 @@ class TraceListener(Listener):
             try:
                 os.makedirs(target, exist_ok=True)
                 writer = self._writers[label] = ScalarWriter(target, self._timed.get(label, 0))
-            except (ImportError, OSError) as exc:
+            except ImportError as exc:
                 self._scalars_failed = True
                 self._emit("diagnostic", label, level="warning", setting="export",
                            message=f"TensorBoard scalars not written: {type(exc).__name__}: {exc} "
                                    "(pip install tensorboard torch-tb-profiler)")
                 return
-        if ev["event"] == "telemetry":
-            writer.telemetry(ev)
-        else:
-            for one in events.expand(ev):
-                writer.iteration(one)
+            except OSError as exc:
+                self._scalars_lost(label, exc)
+                return
+        try:
+            if ev["event"] == "telemetry":
+                writer.telemetry(ev)
+            else:
+                for one in events.expand(ev):
+                    writer.iteration(one)
+        except OSError as exc:   # a full disk: tensorboard's writer thread has failed
+            self._scalars_lost(label, exc)
+
+    def _scalars_lost(self, label: str, exc: OSError) -> None:
+        """Scalars cannot be written (a full disk): say so once, stop trying; the run goes on."""
+        self._scalars_failed = True
+        for writer in self._writers.values():
+            writer.close(quietly=True)
+        self._writers.clear()
+        self._emit("diagnostic", label, level="warning", setting="export",
+                   message=f"TensorBoard scalars not written: {exc.strerror or exc}")
 
     def worker_ended(self, spec, proc) -> None:
         label = spec.label
         writer = self._writers.pop(label, None)
-        if writer is not None:
-            writer.close()
+        if writer is not None and not writer.close(quietly=True):
+            self._scalars_lost(label, OSError("the last scalars could not be written"))
         if self.staging is None:
             return
         source = os.path.join(self.staging, run_name(label))
@@ -176,10 +198,14 @@ class TraceListener(Listener):
         target = self.variant_dir(label)
         moved = []
         if files and target is not None:
-            os.makedirs(target, exist_ok=True)
-            for name in files:
-                shutil.move(os.path.join(source, name), os.path.join(target, name))
-                moved.append(os.path.join(target, name))
+            try:
+                os.makedirs(target, exist_ok=True)
+                for name in files:
+                    shutil.move(os.path.join(source, name), os.path.join(target, name))
+                    moved.append(os.path.join(target, name))
+            except OSError as exc:
+                self._emit("diagnostic", label, level="warning", setting="export",
+                           message=f"profiler trace not kept: {exc.strerror or exc}")
         shutil.rmtree(source, ignore_errors=True)
         for path in moved:   # results.json learns where they went from these events alone
             self._emit("trace_written", label, path=path,
@@ -191,7 +217,7 @@ class TraceListener(Listener):
 
     def session_done(self, builder) -> None:
         for writer in self._writers.values():
-            writer.close()
+            writer.close(quietly=True)
         self._writers.clear()
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)

@@ -16,20 +16,38 @@ WORKER_MODULE = "couplescope.worker"
 TRACE_DIR_ENV = "COUPLESCOPE_TRACE_DIR"
 #: operators (as dispatched, summed over the recorded iterations) a trace may hold
 MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
+#: the pid of the couplescope process that started a worker: a worker whose parent is gone
+#: ends itself (the worker's main), even under a launcher (mpiexec, srun) in between
+PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
-#: exit codes of the worker and of the `couplescope` command
+#: exit codes of the worker and of the `couplescope` command (docs/usage.md has the table).
+#: A run ended by a signal exits 128 + the signal's number, as a shell reports it, after
+#: keeping and exporting what was measured.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NOT_SAVED = 3
+EXIT_HANGUP = 129
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 EXIT_CODES = {
     EXIT_OK: "all checks passed",
     EXIT_FAILED: "a check failed or a variant broke",
-    EXIT_USAGE: "bad input",
-    EXIT_INTERRUPTED: "interrupted",
+    EXIT_USAGE: "bad input (nothing was run, or the variant was refused)",
+    EXIT_NOT_SAVED: "the results could not be written (a full disk, no permission); the "
+                    "statistics were printed",
+    EXIT_HANGUP: "the terminal went away (SIGHUP); what was measured is kept",
+    EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C); what was measured is kept",
+    EXIT_TERMINATED: "terminated (SIGTERM: a batch time limit, scancel, timeout); what was "
+                     "measured is kept",
 }
+
+
+def exit_for_signal(signum: int) -> int:
+    """The exit code of a run ended by signal `signum` (SIGINT 130, SIGTERM 143, SIGHUP 129)."""
+    return 128 + int(signum)
 
 
 def worker_argv(python: str, spec_dict: dict) -> list[str]:

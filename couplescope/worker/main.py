@@ -1,23 +1,70 @@
 """The worker's entry point: read the spec, open the event channel, run, exit.
 
 Exit codes (couplescope.protocol.contract): 0 finished, 1 failed, 2 bad input, 130
-interrupted (SIGINT or SIGTERM). The backend chooses the team that measures (one
-process, or one rank of an MPI job); the engine's loop is the same for both.
+interrupted (SIGINT or SIGTERM from the parent, which keeps what was measured). The
+backend chooses the team that measures (one process, or one rank of an MPI job); the
+engine's loop is the same for both.
+
+A worker never outlives the couplescope process that started it. Its parent stops it
+deliberately on every exit path it can handle; for the ones it cannot (a SIGKILLed
+parent, a crash), the kernel kills the worker when its parent process dies
+(PR_SET_PDEATHSIG), even in the middle of a long model build or a C++ call where no
+Python handler would run. Under a launcher (mpiexec, srun) the worker's parent is the
+launcher's daemon, not couplescope, so a watchdog thread also checks once a second that
+the couplescope process named in the environment is still there. Either way its temporary
+files are in the folder the parent made (couplescope.protocol.scratch), swept by the next
+couplescope that starts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import threading
 
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def die_with_parent() -> None:
+    """Be killed when the parent process dies; watch the couplescope process too when a
+    launcher sits in between. Linux only (elsewhere the parent's own cleanup is all)."""
+    from couplescope.protocol.contract import PARENT_PID_ENV
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    text = os.environ.get(PARENT_PID_ENV, "")
+    if not text.isdigit():
+        return
+    parent = int(text)
+    if os.getppid() != parent:   # a launcher in between, or the parent died before prctl
+        threading.Thread(target=_watch, args=(parent,), name="couplescope-parent-watch", daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    import time
+
+    while True:
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os.kill(os.getpid(), signal.SIGKILL)
+        except PermissionError:
+            pass
+        time.sleep(1.0)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    die_with_parent()
     from couplescope.worker.channel import open_event_channel
 
     write = open_event_channel()

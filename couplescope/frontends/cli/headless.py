@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import signal
 import sys
 
 from couplescope.frontends.cli.parser import options_from
-from couplescope.protocol.contract import EXIT_INTERRUPTED, TRACE_SUFFIXES
+from couplescope.protocol.contract import TRACE_SUFFIXES
 
 
 def run_headless(args) -> int:
@@ -24,18 +26,26 @@ def run_headless(args) -> int:
         outcome = run.run()
     finally:
         printer.close()
-    if outcome.run_directory:
+    if outcome.not_saved:
+        printer.print(f"couplescope: results not saved: {outcome.not_saved}; the statistics above "
+                      "are what was measured", err=True)
+    elif outcome.run_directory:
         printer.print(f"results: {os.path.join(outcome.run_directory, 'results.json')}")
         traces = os.path.join(outcome.run_directory, "traces")
         if os.path.isdir(traces):
             has_trace = any(name.endswith(TRACE_SUFFIXES) for _, _, files in os.walk(traces) for name in files)
+            command = f"couplescope --tensorboard {shlex.quote(outcome.run_directory)}"
             if has_trace:
-                printer.print(f"traces: couplescope --tensorboard {outcome.run_directory}")
+                printer.print(f"traces: {command}")
             else:
                 printer.print(f"no profiler traces (profiling was off or skipped); per-iteration "
-                              f"scalars: couplescope --tensorboard {outcome.run_directory}")
+                              f"scalars: {command}")
     if args.json:
-        sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
-    if outcome.exit_code == EXIT_INTERRUPTED:
-        printer.print("interrupted: what was measured is kept", err=True)
+        try:
+            sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
+        except OSError:
+            pass   # stdout went away (SIGHUP, a closed pipe): the run directory has it
+    if outcome.interrupted:
+        how = signal.Signals(outcome.signal or signal.SIGINT).name
+        printer.print(f"{how}: stopped; what was measured is kept", err=True)
     return outcome.exit_code

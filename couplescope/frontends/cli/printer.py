@@ -56,8 +56,11 @@ class Progress:
                 continue
             with self._lock:
                 elapsed = time.monotonic() - self.started
-                self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
-                self.stream.flush()
+                try:
+                    self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
+                    self.stream.flush()
+                except OSError:   # the terminal went away (SIGHUP): no more spinner
+                    return
                 self._shown = True
 
     def clear(self) -> None:
@@ -69,7 +72,10 @@ class Progress:
     def close(self) -> None:
         self._stop.set()
         with self._lock:
-            self.clear()
+            try:
+                self.clear()
+            except OSError:
+                pass
 
 
 class HeadlessPrinter(Listener):
@@ -85,17 +91,25 @@ class HeadlessPrinter(Listener):
         self._warm = {}
         self._profiled = {}
         self._started = None
+        self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:
         return f"{color}{text}{RESET}" if self.color else text
 
     def print(self, text: str = "", err: bool = False) -> None:
+        """One line. A terminal that went away (SIGHUP: EIO) or a closed pipe ends the
+        printing, not the run: the run directory still gets everything."""
+        if self.gone:
+            return
         with self.progress._lock:
-            self.progress.clear()
-            stream = self.err if err else self.out
-            stream.write(text + "\n")
-            stream.flush()
+            try:
+                self.progress.clear()
+                stream = self.err if err else self.out
+                stream.write(text + "\n")
+                stream.flush()
+            except OSError:
+                self.gone = True
 
     def status(self, text: str) -> None:
         self.progress.text = text
@@ -193,7 +207,12 @@ class HeadlessPrinter(Listener):
 
     def _on_log(self, ev):
         # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
-        self.print(ev["message"] if ev.get("verbatim") else f"{ev['variant']}: {ev['message']}")
+        if ev.get("verbatim"):
+            self.print(ev["message"])
+        elif ev["variant"]:
+            self.print(f"{ev['variant']}: {ev['message']}")
+        else:   # the run's own (the export failing)
+            self.print(f"couplescope: {ev['message']}", err=True)
 
     def variant_done(self, builder) -> None:
         name = list(builder.variants)[-1]

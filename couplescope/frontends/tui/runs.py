@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 
 from couplescope.core import replay
@@ -40,6 +41,7 @@ class RunRecord:
         self.export_path: str | None = None
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
+        self.done = threading.Event()      # set when its session thread has finished
 
     @property
     def name(self) -> str:
