@@ -49,16 +49,26 @@ class ScalarWriter:
     k-th, at its own step; failed checks always written): tensorboard's writer checksums
     every record in pure Python (about 50 us per iteration, seconds of the parent's CPU
     for a 50 000-call run), and its dashboard shows 1 000 points per series by default.
-    results.json and events.jsonl keep every iteration."""
+    results.json and events.jsonl keep every iteration.
+
+    Records are written here, in the order they come, rather than by tensorboard's own
+    EventFileWriter: its background thread waited on a 10-deep queue for every record, and a
+    failed write (a full disk) killed that thread with a traceback on stderr, then raised on
+    the next record; written here, a failure is an OSError the listener handles."""
 
     def __init__(self, logdir: str, timed: int = 0) -> None:
+        import socket
+        import time
+
         from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        from tensorboard.summary.writer.record_writer import RecordWriter
 
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
-        # a deep queue: with the default 10, every add_event waited for the writer thread
-        # (50 000 iterations spent seconds in lock hand-offs)
-        self._writer = EventFileWriter(logdir, max_queue_size=4096, flush_secs=5)
+        # the name tensorboard's reader looks for (EventFileWriter's pattern)
+        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.0"
+        self._file = open(os.path.join(logdir, name), "wb")
+        self._writer = RecordWriter(self._file)
+        self._add(self._event(wall_time=time.time(), file_version="brain.Event:2"))
         self.steps: dict = {}   # per rank (None outside MPI)
         self.samples = 0   # telemetry samples have their own step axis
         self.every = max(1, -(-timed // MAX_TIMED_SCALARS))
@@ -79,7 +89,10 @@ class ScalarWriter:
             values.append(("check/max_rel_error", err))
         summary = self._summary(value=[self._summary.Value(tag=tag + suffix, simple_value=float(v))
                                        for tag, v in values if isinstance(v, (int, float))])
-        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
+        self._add(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
+
+    def _add(self, event) -> None:
+        self._writer.write(event.SerializeToString())
 
     def telemetry(self, ev: dict) -> None:
         """A telemetry sample: the series of results.json's timeline, under telemetry/."""
@@ -89,14 +102,14 @@ class ScalarWriter:
         values = scalar_series(ev.get("sample") or {})
         summary = self._summary(value=[self._summary.Value(tag=f"telemetry/{k}", simple_value=float(v))
                                        for k, v in values.items()])
-        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
+        self._add(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
 
     def close(self, quietly: bool = False) -> bool:
         """Flush and close; with `quietly`, a failure (a full disk) is returned, not raised."""
         try:
-            self._writer.close()
+            self._file.close()
             return True
-        except Exception:
+        except OSError:
             if not quietly:
                 raise
             return False
