@@ -48,6 +48,8 @@ class Prepared:
     clock: PhaseClock
     coupling: Coupling
     tolerance: float
+    #: the batches' runner, made on first use (couplescope.backends.batch)
+    runner: object = None
 
     def check(self, outputs: dict | None = None) -> tuple[float, bool, str | None]:
         """Max relative error and pass/fail of the outputs the last call wrote (or of an
@@ -61,14 +63,12 @@ class Prepared:
     def batch_runner(self):
         """The coupling's own batches (a native host's, in C++), else the python host's
         loop; made once, so what it learnt (batch size, the judged output) carries over."""
-        runner = getattr(self, "_runner", None)
-        if runner is None:
+        if self.runner is None:
             from couplescope.backends.batch import PythonBatchRunner
 
-            runner = self.coupling.call_batch or PythonBatchRunner(self.coupling, self.clock,
-                                                                   self.outputs, self.arrays)
-            self._runner = runner
-        return runner
+            self.runner = self.coupling.call_batch or PythonBatchRunner(self.coupling, self.clock,
+                                                                        self.outputs, self.arrays)
+        return self.runner
 
     def poison_outputs(self) -> None:
         """Fill outputs with NaN so a coupling that never writes host memory fails its check."""
