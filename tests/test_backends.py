@@ -18,7 +18,20 @@ SMALL = {"stride": 8, "cgdrag": 16, "simplenet": 1, "resnet18": 1, "deep-linear"
 COUPLINGS = [("torchscript", "torchscript"), ("bridge", "torchscript"), ("bridge", "eager")]
 HOSTS = ("native", "python")
 #: FTorch-benchmarks' own files (../shared/data/ftorch-benchmarks, see its README)
-FTORCH_FILES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "ftorch-benchmarks")
+def _ftorch_files() -> str:
+    """COUPLESCOPE_FTORCH_FILES, else shared/data/ftorch-benchmarks beside an ancestor of the checkout."""
+    if os.environ.get("COUPLESCOPE_FTORCH_FILES"):
+        return os.environ["COUPLESCOPE_FTORCH_FILES"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    while os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+        candidate = os.path.join(here, "shared", "data", "ftorch-benchmarks")
+        if os.path.isdir(candidate):
+            return candidate
+    return "shared/data/ftorch-benchmarks (not found above the checkout; set COUPLESCOPE_FTORCH_FILES)"
+
+
+FTORCH_FILES = _ftorch_files()
 
 
 def test_small_sizes_cover_the_catalogue():
