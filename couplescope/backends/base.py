@@ -6,7 +6,8 @@ serves both sides of a run:
 
   parent (cheap: no torch at import or in these hooks, so --list and validation stay fast)
     unavailable, validate, hosts, label_parts, describe, needs_torchscript, coupling_backend,
-    processes, placement_known, command, env, crash_reason
+    processes, placement_known, command, env, crash_reason, launcher_notice, cleanup,
+    workers_outside_tree
   worker
     team   the processes that measure a variant together (one by default; mpi: ranks)
     open   the Coupling that makes one iteration's calls
@@ -272,6 +273,22 @@ class Backend:
     def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
         """One line for a launch that died without an event; None: the generic one."""
         return None
+
+    def launcher_notice(self, spec, line: str) -> tuple[str, float | None] | None:
+        """A line the launch printed (stderr, as it comes) that the user must hear about
+        now: (message, seconds to wait before giving up on the launch, or None). srun: a
+        step that waits for resources. None: nothing to say."""
+        return None
+
+    def cleanup(self, spec) -> None:
+        """Release what the launch may leave behind once it has ended, on every path
+        (srun: a pending or running job of ours)."""
+
+    def workers_outside_tree(self, spec) -> bool:
+        """Whether the worker processes may not descend from the launched process (srun's
+        tasks are children of Slurm's step daemon): telemetry then finds them by the
+        parent pid they carry in their environment."""
+        return False
 
     # -- worker side ---------------------------------------------------------------------
     def team(self, spec, write) -> Team:

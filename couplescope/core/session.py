@@ -89,6 +89,10 @@ class Session:
                     listener.variant_done(self.builder)
                 return
         proc = self.start_worker(spec, env)
+        if hasattr(proc, "on_notice"):   # what the launch says that cannot wait (a pending step)
+            proc.on_notice = lambda message: self.emit(events.make(
+                "diagnostic", spec.label, level="warning", setting="launcher", message=message,
+                check="launch"))
         with self._lock:
             self._current = proc
         if self._stop.is_set():  # stop() came while the worker was starting: it saw no process

@@ -94,7 +94,11 @@ class TelemetryListener(Listener):
             self._diag = diagnostics.Diagnostician(spec, cores_available())
             found = self._diag.before_run()
         self._diagnose(found)
-        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu), self.hz, self._deliver)
+        from couplescope import backends
+
+        adopt = backends.get(spec.backend).workers_outside_tree(spec)   # srun's tasks
+        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu, adopt_workers=adopt), self.hz,
+                                     self._deliver)
         self._thread.start()
 
     def _deliver(self, sample: dict) -> None:

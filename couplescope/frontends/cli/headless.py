@@ -47,5 +47,11 @@ def run_headless(args) -> int:
             pass   # stdout went away (SIGHUP, a closed pipe): the run directory has it
     if outcome.interrupted:
         how = signal.Signals(outcome.signal or signal.SIGINT).name
-        printer.print(f"{how}: stopped; what was measured is kept", err=True)
+        measured = sum((v.get("stats") or {}).get("n", 0) for v in outcome.builder.document().get("variants", []))
+        if measured:
+            printer.print(f"{how}: stopped; what was measured is kept", err=True)
+        else:   # a batch job signalled during set-up: say so rather than promise results
+            printer.print(f"{how}: stopped before the first timed iteration; nothing was measured"
+                          + (", so nothing was exported" if req.export is not None and not outcome.run_directory
+                             else ""), err=True)
     return outcome.exit_code

@@ -188,7 +188,9 @@ class HeadlessPrinter(Listener):
     def _on_variant_failed(self, ev):
         kind = ev.get("kind")
         if kind == "interrupted":
-            self.print(self._paint(f"{ev['variant']}: interrupted; what was measured is kept", YELLOW), err=True)
+            kept = ("what was measured is kept" if ev["variant"] in self._expected
+                    else "before its model loaded; nothing measured")
+            self.print(self._paint(f"{ev['variant']}: interrupted; {kept}", YELLOW), err=True)
         elif kind == "usage":
             self.print(f"couplescope: {ev['reason']}", err=True)
         else:
