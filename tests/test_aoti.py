@@ -110,7 +110,7 @@ def test_the_exported_program_takes_the_host_layouts_strides(layout):
     assert values[name].stride() == strides_for(ctx.arrays["x"], layout) == ((1, 3) if layout == "fortran" else (5, 1))
 
 
-def test_the_cache_key_names_what_the_package_depends_on():
+def test_the_cache_key_names_what_the_package_depends_on(monkeypatch):
     base = aoti_package.AotiPackage(context("simplenet", 3))
     same = aoti_package.AotiPackage(context("simplenet", 3))
     assert base.path == same.path and base.path.endswith(os.path.join("", aoti_package.PACKAGE))
@@ -122,6 +122,11 @@ def test_the_cache_key_names_what_the_package_depends_on():
     assert base.directory.startswith(os.path.join(aoti_package.cache_dir(), ""))
     assert base.identity["model_source"] == aoti_package.model_source_digest(base.ctx.workload) != "unknown"
     assert {"torch", "cpu_flags", "machine", "inputs", "seed"} <= set(base.identity)
+    monkeypatch.setenv("TORCHINDUCTOR_FREEZING", "1")        # inductor's settings change the package
+    assert aoti_package.AotiPackage(context("simplenet", 3)).directory != base.directory
+    monkeypatch.delenv("TORCHINDUCTOR_FREEZING")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")   # where torch caches does not
+    assert aoti_package.AotiPackage(context("simplenet", 3)).directory == base.directory
 
 
 def test_a_python_loop_over_the_elements_is_refused_before_export():

@@ -14,8 +14,9 @@ cache warm, on a 2-core machine), so packages are cached in
 (the cache root is couplescope.backends.native.cache_root(): COUPLESCOPE_CACHE, else
 ~/.cache/couplescope). The digest covers what the package depends on beyond the readable
 name: the model's source (a catalogue model's module, a user's .py or .pt2 file), the
-seed (the weights), the input signature, torch's full version and this CPU's instruction
-flags (a package runs the vector instructions of the CPU it was compiled on). Compiles of
+seed (the weights), the input signature, torch's full version, this CPU's instruction
+flags (a package runs the vector instructions of the CPU it was compiled on) and inductor's
+settings from the environment (TORCHINDUCTOR_FREEZING=1 and the like). Compiles of
 the same key take turns through a lock file, a package is written under a temporary name
 and renamed when complete, so two runs (or an interrupted one) never leave a broken
 package. A hit reports zero compile time and says so.
@@ -137,8 +138,17 @@ def describe(ctx) -> tuple[str, dict]:
     identity = {"recipe": RECIPE, "model": workload.name, "model_source": model_source_digest(workload),
                 "size": ctx.size, "dtype": ctx.dtype, "layout": spec.layout, "device": device,
                 "seed": spec.seed, "torch": torch, "inputs": input_signature(ctx),
-                "machine": platform.machine(), "cpu_flags": cpu_flags_digest()}
+                "machine": platform.machine(), "cpu_flags": cpu_flags_digest(),
+                "compiler_settings": compiler_settings()}
     return readable, identity
+
+
+def compiler_settings() -> dict:
+    """Inductor's settings from the environment (TORCHINDUCTOR_FREEZING=1, PyTorch's
+    suggestion for CPU inference, and the like): they change the package, so they are part
+    of its key. Where torch keeps its own caches is not."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(("TORCHINDUCTOR_", "AOT_INDUCTOR_")) and "CACHE_DIR" not in k}
 
 
 def model_source_digest(workload) -> str:
