@@ -75,16 +75,36 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
         assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
         assert "1.00x" in [r[3] for r in rows]
-        assert all(r[6] == "PASSED" and r[5] == "12" for r in rows)
+        assert all(r[7] == "PASSED" and r[6] == "12" and r[5] == "-" for r in rows)   # nothing compiled
         await pilot.press("space")                   # leave the first variant out
         await pilot.pause()
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][7] == "1"
+        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][8] == "1"
         await pilot.press("space")                   # and put it back
         await pilot.pause()
         assert len(app.screen.builder.variants) == 2
         await pilot.press("escape")
         assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_compile_times_are_noted_and_compared():
+    """aoti's package compiled by one variant and found in the cache by the next, and the
+    bridge's torch.compile: a note each, and a compile column in the compare view."""
+    app = replay_app("compiled")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        assert app.runs[1].checks() == "PASSED"
+        assert any(n.startswith("simplenet-aoti-2: compiled with AOTInductor in ") for n in app.notes)
+        assert any(n.startswith("simplenet-aoti-2-python-host: AOTInductor package from the cache, compile 0 s")
+                   for n in app.notes)
+        assert sum("compiled with torch.compile in " in n for n in app.notes) == 2
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#compare-table")
+        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[5]) for k in table.rows}
+        assert compiled["#1 simplenet-torchscript-2"] == "-"
+        assert compiled["#1 simplenet-aoti-2-python-host"] == "cached"
+        assert compiled["#1 simplenet-aoti-2"].endswith(" s")
 
 
 async def test_a_failing_layout_shows_failed_rows():

@@ -69,6 +69,12 @@ class Coupling:
     #: between (the native host) sets this to a callable; see couplescope.backends.native.batch
     call_batch = None
 
+    #: set by a Coupling that compiles the model on its first load() (aoti's export and
+    #: AOTInductor, the bridge's torch.compile) to the model_compiled event's fields:
+    #: {"status": "compiled" or "cached", "seconds": what it timed, "compiler": ...}. The
+    #: engine reports it on its own and takes its seconds out of the load time.
+    compiled: dict | None = None
+
     def close(self) -> None:
         pass
 
@@ -218,7 +224,10 @@ class Backend:
         model_kind = kind(spec.model)
         if model_kind not in self.model_kinds:
             if model_kind == "bridge-module":
-                raise UsageError(f"{spec.model} is a bridge module: run it with --backend bridge")
+                raise UsageError(f"{spec.model} is a Python module: run it with --backend bridge "
+                                 "(a bridge module) or --backend aoti (a module with make_model)")
+            if model_kind == "exported-program":
+                raise UsageError(f"{spec.model} is an exported program (.pt2): run it with --backend aoti")
             raise UsageError(f"{spec.model} is a {model_kind.replace('-', ' ')}; backend '{self.name}' "
                              f"runs {', '.join(k.replace('-', ' ') for k in self.model_kinds)}s")
 

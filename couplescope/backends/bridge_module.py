@@ -19,7 +19,9 @@ _grad = torch.no_grad
 
 
 def initialize(config):
-    """Build the eager model ("Python runtime") or load the TorchScript file, once."""
+    """Build the eager model ("Python runtime"), load the TorchScript file, or build the
+    eager model and wrap it in torch.compile ("compiled": it compiles on its first call,
+    which the host makes during its load and reports as compile time), once."""
     global _model, _phase, _device, _grad
     _phase = config["phase"]
     _device = config["device"]
@@ -34,7 +36,25 @@ def initialize(config):
 
         workload = catalogue.load(config["model"])
         _model = workload.build(config["size"], config["dtype"], config["seed"]).to(_device)
+        if config["bridge_model"] == "compiled":
+            _model = _compiled(workload, _model.eval(), config)
     _model.eval()
+
+
+def _compiled(workload, model, config):
+    """torch.compile of the eager model, as a Python simulation would wrap it; a model whose
+    forward loops in Python over its input's elements is refused first (Dynamo would unroll
+    the loop into the graph, as torch.export does: couplescope.backends.aoti_package)."""
+    import numpy as np
+
+    from couplescope.backends.aoti_package import refuse_unrollable
+
+    size, dtype, seed = config["size"], config["dtype"], config["seed"]
+    arrays = workload.host_arrays(size, dtype, seed)
+    example = [torch.from_numpy(np.ascontiguousarray(arrays[n])).to(_device)
+               for n in workload.calls(size)[0].inputs]
+    refuse_unrollable(workload.name, model, example)
+    return torch.compile(model)
 
 
 def compute(inputs, output):

@@ -48,6 +48,14 @@ EVENTS: dict[str, EventType] = {
          "inputs": "host input shapes by name", "outputs": "host output shapes by name"},
         {"ranks": "ranks in the job", "per_rank_seconds": "load time per rank",
          "inner_backend": "the coupling each rank runs"}),
+    "model_compiled": EventType(
+        "worker", "the model was compiled before its load (aoti: torch.export + AOTInductor, or "
+                  "its package found in the cache; the bridge's compiled model: torch.compile's "
+                  "first call); comes just before model_loaded",
+        {"status": "compiled or cached", "seconds": "compile time, not in the load time (0 when cached)",
+         "compiler": "AOTInductor or torch.compile"},
+        {"export_seconds": "torch.export's share of seconds (aoti)",
+         "package": "the .pt2 package, in the cache directory (aoti)"}),
     "iteration": EventType(
         "worker", "one call measured and checked",
         {"index": "1-based within its kind", "kind": "warmup, timed or profiled",

@@ -26,6 +26,7 @@ class VariantResult:
         self.spec: dict = {}
         self.environment: dict = {}
         self.load_seconds = None
+        self.compile: dict | None = None   # aoti's or torch.compile's, from model_compiled
         self.model: dict = {}
         self.iterations: list[dict] = []
         self.status = "running"   # running | finished | failed | interrupted
@@ -73,6 +74,7 @@ class VariantResult:
                 "warnings": self.warnings(),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
+                **({"compile": self.compile} if self.compile is not None else {}),
                 **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **self.summary}
@@ -119,6 +121,9 @@ class ResultsBuilder:
         elif kind == "iterations":
             for one in events.expand(ev):
                 self.on_event(one)
+        elif kind == "model_compiled":
+            self.variant(name).compile = {k: ev[k] for k in ("status", "seconds", "compiler",
+                                                              "export_seconds", "package") if k in ev}
         elif kind == "iteration":
             it = {k: ev[k] for k in ("index", "kind", "seconds", "phases", "max_rel_error", "passed", "error")}
             it["warmup"] = ev["kind"] == "warmup"
@@ -167,7 +172,9 @@ class ResultsBuilder:
             rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
                          "forward": forward,
                          "overhead": (s["median"] - forward) if forward is not None else None,
-                         "passed": v.all_passed(), "n": s["n"]})
+                         "passed": v.all_passed(), "n": s["n"],
+                         "compile_status": (v.compile or {}).get("status"),
+                         "compile_seconds": (v.compile or {}).get("seconds")})
         fastest = min((r["median"] for r in rows), default=None)
         for r in rows:
             r["ratio"] = r["median"] / fastest if fastest else None

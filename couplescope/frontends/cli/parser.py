@@ -59,9 +59,10 @@ def build_parser() -> Parser:
     what = p.add_argument_group("what to run")
     what.add_argument("--preset", metavar="NAME|FILE", help="a named preset (see --list) or a TOML file")
     what.add_argument("--model", metavar="NAME|FILE",
-                      help="a catalogue model (see --list), a TorchScript .pt file or a bridge module .py")
+                      help="a catalogue model (see --list), a TorchScript .pt file, a .py module (bridge "
+                           "module, or make_model for aoti) or a .pt2 exported program (aoti)")
     what.add_argument("--backend", metavar="NAME[,NAME]",
-                      help="coupling: torchscript (default), bridge, cudagraph, mpi; a comma list runs each")
+                      help="coupling: torchscript (default), bridge, aoti, cudagraph, mpi; a comma list runs each")
     what.add_argument("--size", metavar="N[,N]",
                       help="the model's size parameter (see --list); a comma list sweeps it")
     what.add_argument("--host", metavar="NAME[,NAME]",
@@ -72,16 +73,17 @@ def build_parser() -> Parser:
     what.add_argument("--grad-mode", metavar="MODE",
                       help="guard around forward: no_grad (default, as FTorch's AutoGradMode(false)) "
                            "or inference (torch's InferenceMode: what FTorch would gain)")
-    what.add_argument("--bridge-model", choices=("eager", "torchscript"),
-                      help="what the bridge module runs: the Python runtime or a TorchScript file "
-                           "(default torchscript)")
+    what.add_argument("--bridge-model", choices=("eager", "torchscript", "compiled"),
+                      help="what the bridge module runs: the Python runtime, a TorchScript file "
+                           "(default torchscript) or the Python runtime under torch.compile")
     what.add_argument("--device", metavar="DEV", help="cpu (default), cuda or cuda:N")
     what.add_argument("--dtype", metavar="TYPE", help="float32, float64 or float16 (default: the model's)")
     what.add_argument("--layout", metavar="ORDER",
                       help="fortran (default, correct) or c: read the column-major host memory as "
                            "row-major, the classic transposition bug")
     what.add_argument("--input-shape", metavar="SHAPE",
-                      help="input shape(s) for a .pt model, e.g. 8,16 or 8,16;8,1")
+                      help="input shape(s) for a .pt model or a .py module without make_inputs, e.g. 8,16 "
+                           "or 8,16;8,1")
     how = p.add_argument_group("how to measure")
     how.add_argument("--iterations", type=_int_at_least(1), metavar="N", help="timed iterations (default 10)")
     how.add_argument("--warmup", type=_int_at_least(0), metavar="N",

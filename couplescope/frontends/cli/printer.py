@@ -91,6 +91,7 @@ class HeadlessPrinter(Listener):
         self._warm = {}
         self._profiled = {}
         self._started = None
+        self._compiled = {}   # variant -> its model_compiled event, printed under its header
         self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
@@ -124,7 +125,15 @@ class HeadlessPrinter(Listener):
         # The header waits for the model to load: bad input then prints one line only.
         self.count += 1
         self._started = ev
-        self.status(f"{ev['variant']}: building and loading the model")
+        spec = ev["spec"]
+        if spec.get("backend") == "aoti" or (spec.get("backend") == "bridge" and spec.get("bridge_model") == "compiled"):
+            self.status(f"{ev['variant']}: building, compiling (or finding the compiled model in the cache) "
+                        "and loading the model")
+        else:
+            self.status(f"{ev['variant']}: building and loading the model")
+
+    def _on_model_compiled(self, ev):
+        self._compiled[ev["variant"]] = ev   # printed under the header, which waits for the load
 
     def _print_header(self, ev):
         spec = ev["spec"]
@@ -150,6 +159,9 @@ class HeadlessPrinter(Listener):
         self._print_header(self._started)
         warmup = self._expected.get(ev["variant"], (0, 0))[0]
         self._running_next(ev["variant"], "warmup" if warmup else "loaded", 0)
+        compiled = self._compiled.pop(ev["variant"], None)
+        if compiled is not None:
+            self.print(fmt.compiled_line(compiled))
         m = ev
         shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
         self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
@@ -264,10 +276,15 @@ class HeadlessPrinter(Listener):
 
 
 def comparison_table(rows: list[dict], paint=lambda t, c: t) -> str:
-    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead", "checks"]
+    """The comparison; a compile column when a variant compiled its model (aoti, the
+    bridge's torch.compile): its one-off cost beside the per-call figures."""
+    compiled = any(r.get("compile_status") for r in rows)
+    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead",
+               *(["compile"] if compiled else []), "checks"]
     body = [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
              fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
+             *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
              "PASSED" if r["passed"] else "FAILED"] for r in rows]
-    text = fmt.table(headers, body, right={1, 2, 3, 4, 5})
+    text = fmt.table(headers, body, right=set(range(1, len(headers) - 1)))
     text = text.replace("PASSED", paint("PASSED", GREEN)).replace("FAILED", paint("FAILED", RED))
     return "comparison (overhead = call minus forward):\n" + text

@@ -417,6 +417,8 @@ class CoupleScopeApp(App):
         ev = msg.event
         if ev["event"] == "log":
             self.note(f"{ev.get('variant')}: {ev.get('message')}")
+        elif ev["event"] == "model_compiled":
+            self.note(f"{ev.get('variant')}: {fmt.compiled_line(ev)}")
         elif ev["event"] == "trace_written":
             self.note(f"{ev.get('variant')}: trace written")
 

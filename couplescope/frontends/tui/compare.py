@@ -61,7 +61,7 @@ class CompareScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#compare-table", DataTable).add_columns(
-            "variant", "median", "IQR", "vs fastest", "overhead", "n", "checks", "box")
+            "variant", "median", "IQR", "vs fastest", "overhead", "compile", "n", "checks", "box")
         self.fill()
 
     def fill(self) -> None:
@@ -75,14 +75,16 @@ class CompareScreen(Screen):
             r = rows.get(name)
             if r is None:
                 why = "left out (space)" if name in self.left_out else "no timed iterations"
-                table.add_row(Text(name, style="dim"), Text(why, style="dim"), "", "", "", "", "", "", key=name)
+                table.add_row(Text(name, style="dim"), Text(why, style="dim"), "", "", "", "", "", "", "",
+                              key=name)
                 continue
             check = Text("PASSED", style="bold green") if r["passed"] else Text("FAILED", style="bold red")
             table.add_row(name, fmt.seconds(r["median"]), fmt.seconds(r["iqr"]),
-                          fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]), str(r["n"]), check,
+                          fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]),
+                          fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds")), str(r["n"]), check,
                           str(box[name]), key=name)
         if not self.all_names:
-            table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "", "")
+            table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "", "", "")
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
 
