@@ -57,6 +57,7 @@ class CompareScreen(Screen):
         self.all_names = list(combined(self.records).variants)
         self.builder = combined(self.records)
         self.by_size = True   # when the variants hold a sweep: median vs size, else boxes
+        self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
 
     def compose(self) -> ComposeResult:
         runs = ", ".join(r.name for r in self.records)
@@ -127,7 +128,8 @@ class CompareScreen(Screen):
             plt.title("time distributions: nothing to compare yet")
             return
         groups = self._sweep_groups(list(series))
-        if groups and self.by_size:
+        self.plotted = groups if groups and self.by_size else None
+        if self.plotted:
             self.draw_sweep(plt, groups, series)
             plot.refresh()
             return
@@ -151,7 +153,7 @@ class CompareScreen(Screen):
                                      variants[g[0]].environment) for g in groups]
         common, distinct = labels.split_common(described)
         unit, scale = _unit(min(stats.percentile(sorted(series[n]), 50) for n in variants))
-        all_sizes = []
+        all_sizes, medians, highs = [], [], []
         for k, (group, own) in enumerate(zip(groups, distinct)):
             sizes = [labels.size_of({"spec": variants[n].spec, "model": variants[n].model}) for n in group]
             bands = [sweeps.band(series[n]) for n in group]
@@ -163,7 +165,11 @@ class CompareScreen(Screen):
             for q in (0, 2):
                 plt.plot(sizes, [b[q] * scale for b in bands], color=color, marker=".")
             all_sizes += sizes
+            medians += [b[1] * scale for b in bands]
+            highs += [b[2] * scale for b in bands]
         if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:
             plt.xscale("log")
         plt.xticks(sorted(set(all_sizes)))
+        # one noisy 75th percentile must not squash every median line into the bottom rows
+        plt.ylim(0, min(max(highs), 2 * max(medians)) * 1.05)
         plt.title(f"median per call ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
