@@ -11,8 +11,11 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-#: a user model whose call takes about a millisecond (a small model's forward), or one
-#: millisecond more in the "new" version: the regression the gate must catch
+#: a user model whose call takes about 5 ms (a small model's forward), or one millisecond
+#: more in the "new" version: the regression the gate must catch. 5 ms, not 1: a sleep
+#: overshoots by the machine's wake-up latency, which moved a 1 ms call by up to 5%
+#: between runs on a loaded 2-core machine (benchmarks/compare_noise.py), right at the
+#: default threshold; on 5 ms the same latency is about 1%.
 MODULE = '''
 import time
 import numpy as np
@@ -46,9 +49,9 @@ def measure(cli, tmp_path, version: str, seconds: float, parent: str) -> str:
 
 
 def test_repeated_runs_pass_and_a_millisecond_more_per_call_fails_by_name(cli, tmp_path):
-    base = measure(cli, tmp_path, "base", 0.001, "first")
-    again = measure(cli, tmp_path, "base", 0.001, "second")
-    slower = measure(cli, tmp_path, "new", 0.002, "third")
+    base = measure(cli, tmp_path, "base", 0.005, "first")
+    again = measure(cli, tmp_path, "base", 0.005, "second")
+    slower = measure(cli, tmp_path, "new", 0.006, "third")
     for run in (base, again, slower):   # --export leaves the picture beside results.json
         with open(os.path.join(run, "summary.png"), "rb") as f:
             assert f.read(8) == PNG_MAGIC
@@ -65,7 +68,7 @@ def test_repeated_runs_pass_and_a_millisecond_more_per_call_fails_by_name(cli, t
     doc = json.loads(cli("--compare", base, slower, "--json").stdout)
     (row,) = doc["variants"]
     assert doc["slower"] == [row["name"]] and row["verdict"] == "slower"
-    assert 1.6 < row["ratio"] < 2.4 and row["ci_low"] > 1.05 and row["base_n"] == row["new_n"] == 30
+    assert 1.12 < row["ratio"] < 1.3 and row["ci_low"] > 1.05 and row["base_n"] == row["new_n"] == 30
 
     picture = tmp_path / "both.png"
     r = cli("--plot", base, slower, "--output", picture)

@@ -133,7 +133,8 @@ def test_compare_refuses_bad_input_with_one_line_and_exit_2(command, tmp_path):
              ("--compare", a, a, "--output", "f.png"): "--output goes with --plot",
              ("--compare", a, a, "--model", "simplenet"): "--model start or show a run",
              ("--plot", a, "--compare", a, a): "separate commands",
-             ("--threshold", "5"): "--threshold goes with --compare"}
+             ("--threshold", "5"): "--threshold goes with --compare",
+             ("--plot", a, "--output", "f.png", "--json"): "--json goes with --compare"}
     for argv, message in cases.items():
         r = command(*argv)
         assert r.returncode == 2, (argv, r.stdout, r.stderr)
@@ -172,9 +173,10 @@ def test_the_figure_says_what_ran_and_draws_boxes_and_stacked_phases():
     assert "2 threads" in fig._suptitle.get_text() and "cpu" in fig._suptitle.get_text()
     assert "simplenet-torchscript" in text and "simplenet-bridge-eager" in text
     assert "box 25-75%, whiskers 5-95%" in text and "n=12" in text
-    assert "warm-up" in text and "left out" in text        # warm-up not in the picture
     # units from the data: these calls take about a hundred microseconds
     box_axis = next(ax for ax in fig.axes if "distribution" in ax.get_title())
+    assert "warm-up and profiled left out" in box_axis.get_xlabel()
+    assert "warm-up 64.34 ms" in text                      # in the calls panel's title, not its axis
     assert "µs" in box_axis.xaxis.get_major_formatter()(1.2e-4)
     assert not any("median per call vs size" in ax.get_title() for ax in fig.axes)   # no sweep
 

@@ -144,6 +144,7 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
         doc = json.load(f)
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
+    assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000   # as --export leaves it
 
 
 async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes():

@@ -34,8 +34,9 @@ def _refuse_mixing(args) -> None:
     if not args.plot and not args.compare:
         raise UsageError("--output goes with --plot RUN ..." if args.output
                          else "--threshold goes with --compare BASE NEW")
-    if args.plot and args.threshold is not None:
-        raise UsageError("--threshold goes with --compare BASE NEW, not --plot")
+    if args.plot and (args.threshold is not None or args.json):
+        raise UsageError(f"{'--threshold' if args.threshold is not None else '--json'} goes with "
+                         "--compare BASE NEW, not --plot")
     if args.compare and args.output:
         raise UsageError("--output goes with --plot; --compare prints (--json for a document)")
     given = [f"--{o}" for o in RUN_OPTIONS if getattr(args, o, None)]
@@ -83,7 +84,7 @@ def report(document: dict, sizes: dict) -> str:
     pct = f"{document['threshold'] * 100:g}%"
     conf = f"{document['confidence'] * 100:g}%"
     lines = [f"base: {_run_line(document['base'])}", f"new:  {_run_line(document['new'])}",
-             f"slower = the {conf} interval of new/base (ratio of medians, bootstrap) lies above "
+             f"slower = the {conf} interval of new/base (ratio of medians, block bootstrap) lies above "
              f"{1 + document['threshold']:.3g}", ""]
     headers = ["variant", "base median", "new median", "new/base", f"{conf} interval", "verdict"]
     rows = document["variants"]
