@@ -228,3 +228,28 @@ def test_the_headless_table_of_a_sweep_is_grouped_by_size():
         rows = lines[i + 1:i + 3]
         assert {r.split()[0].rsplit("-", 1)[1] for r in rows} == {lines[i][5:-1]}
         assert sum("1.00x" in r for r in rows) == 1
+
+
+def _builder(name: str, *more):
+    from couplescope.results.builder import ResultsBuilder
+
+    builder = ResultsBuilder(name)
+    for ev in replay.read(os.path.join(FIXTURES, f"{name}.jsonl")) + list(more):
+        builder.on_event(ev)
+    return builder
+
+
+def test_no_summary_png_for_an_interrupted_run_and_a_failed_picture_never_costs_the_run(tmp_path):
+    from types import SimpleNamespace
+
+    from couplescope.export.summary_plot import SummaryPlot
+    from couplescope.protocol import events
+
+    stopped = events.make("variant_failed", "simplenet-bridge-eager", reason="interrupted", kind="interrupted",
+                          traceback="")
+    plot = SummaryPlot(SimpleNamespace(path=str(tmp_path)))
+    plot.session_done(_builder("two-backends", stopped))
+    assert plot.path is None and "interrupted" in plot.error and os.listdir(tmp_path) == []
+    gone = SummaryPlot(SimpleNamespace(path=str(tmp_path / "removed")))   # the directory went away
+    gone.session_done(_builder("two-backends"))
+    assert gone.path is None and gone.error.startswith("not drawn: UsageError: cannot write")
