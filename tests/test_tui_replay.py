@@ -164,3 +164,34 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
         doc = json.load(f)
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
+    assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000   # as --export leaves it
+
+
+async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes():
+    app = replay_app("sweep")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.plotted == [[f"#1 deep-linear-torchscript-{n}" for n in (8, 16, 32)],
+                                  [f"#1 deep-linear-bridge-eager-{n}" for n in (8, 16, 32)]]
+        await pilot.press("v")
+        await pilot.pause()
+        assert screen.plotted is None                # the box plots
+        await pilot.press("v")
+        await pilot.pause()
+        assert len(screen.plotted) == 2
+
+
+async def test_v_without_a_sweep_says_why():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.screen.plotted is None
+        assert any("no sweep here" in n.message for n in app._notifications)

@@ -4,7 +4,7 @@ Every front end (the CLI, the app, the library API) and every benchmark starts a
 here, from a RunRequest (couplescope.core.request), adding only its own listeners (the
 printer, the app's bridge, a user's). The order is fixed: the run directory first (so
 events reach the disk before anything else can fail), telemetry, traces, then the
-front end's listeners.
+front end's listeners. An exported run gets summary.png at the end (export/summary_plot.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ class Outcome:
     signal: int | None = None
     #: why the run directory could not be written (a full disk), None when it was
     not_saved: str | None = None
+    #: the exported run's summary.png, or why it was not drawn (None, None without --export)
+    summary_plot: str | None = None
+    summary_plot_error: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -47,16 +50,20 @@ class Outcome:
 class Pipeline:
     """A run ready to go: `run()` measures (blocking), `stop()` ends it from any thread.
 
+    `summary_plot=False` leaves summary.png out of an exported run (the app stages every
+    run in a temporary directory and draws the picture only when a run is exported).
+
     `start_worker` replaces real workers (couplescope.core.replay); a replayed run has
     no process to sample, so it gets no telemetry listener: its recorded telemetry
     events are replayed with the rest.
     """
 
-    def __init__(self, request, listeners=(), announce=None, start_worker=None) -> None:
+    def __init__(self, request, listeners=(), announce=None, start_worker=None, summary_plot=True) -> None:
         from couplescope.export.run_dir import RunDirectoryExporter
 
         self.request = request
         self.exporter = None
+        self.summary_plot = None
         chain = []
         if request.export is not None:
             self.exporter = RunDirectoryExporter(request.export, request.title, announce=announce)
@@ -70,13 +77,21 @@ class Pipeline:
 
             chain.append(TraceListener(self.exporter))
         chain.extend(listeners)
+        if self.exporter is not None and summary_plot:
+            from couplescope.export.summary_plot import SummaryPlot
+
+            # last: the front end's closing lines come before the second or two it takes
+            self.summary_plot = SummaryPlot(self.exporter)
+            chain.append(self.summary_plot)
         self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker)
 
     def run(self) -> Outcome:
         builder = self.session.run()
         path = self.exporter.path if self.exporter is not None else None
         not_saved = self.exporter.failure if self.exporter is not None else None
-        return Outcome(builder, path, self.session.interrupted, self.session.signal, not_saved)
+        plot = self.summary_plot
+        return Outcome(builder, path, self.session.interrupted, self.session.signal, not_saved,
+                       plot and plot.path, plot and plot.error)
 
     def stop(self) -> None:
         self.session.stop()

@@ -1,4 +1,5 @@
-"""The `couplescope` command: parse, then --list, --tensorboard, the app, or a headless run.
+"""The `couplescope` command: parse, then --list, --plot/--compare, --tensorboard, the app,
+or a headless run.
 
 Headless when given --preset or --model; the Textual app with --tui (or with no
 arguments in a terminal). The one module that knows both front ends: the CLI and the
@@ -54,12 +55,16 @@ def main(argv=None) -> int:
 
 
 def _dispatch(args) -> int:
-    """--list, --tensorboard or a headless run."""
+    """--list, --plot/--compare of saved runs, --tensorboard or a headless run."""
     if args.list:
         from couplescope.frontends.cli.listing import print_list
 
         print_list()
         return 0
+    if args.plot or args.compare or args.output or args.threshold is not None:
+        from couplescope.frontends.cli.saved_runs import run_saved
+
+        return run_saved(args)
     if args.tensorboard:
         from couplescope.export.tensorboard_server import serve
 

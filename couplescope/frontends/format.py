@@ -82,3 +82,12 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
         out.append(line(list(r[:-1]) + [wrapped[0]]))
         out += [line([""] * (len(r) - 1) + [more]) for more in wrapped[1:]]
     return "\n".join(out)
+
+
+def with_headings(table_text: str, headings: dict[int, str]) -> str:
+    """`table`'s text with a heading line above body row i for each i in `headings`
+    (a sweep's sizes), below the header and its rule."""
+    lines = table_text.split("\n")
+    for at in sorted(headings, reverse=True):
+        lines.insert(2 + at, headings[at])
+    return "\n".join(lines)

@@ -31,6 +31,12 @@ def run_headless(args) -> int:
                       "are what was measured", err=True)
     elif outcome.run_directory:
         printer.print(f"results: {os.path.join(outcome.run_directory, 'results.json')}")
+        if outcome.summary_plot:
+            printer.print(f"summary plot: {outcome.summary_plot}")
+        elif outcome.summary_plot_error:
+            printer.print(f"summary.png {outcome.summary_plot_error} "
+                          f"(draw it later: couplescope --plot {outcome.run_directory} --output "
+                          f"{os.path.join(outcome.run_directory, 'summary.png')})", err=True)
         traces = os.path.join(outcome.run_directory, "traces")
         if os.path.isdir(traces):
             has_trace = any(name.endswith(TRACE_SUFFIXES) for _, _, files in os.walk(traces) for name in files)

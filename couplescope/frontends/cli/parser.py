@@ -21,6 +21,8 @@ examples:
   couplescope --list                           models, backends, presets and devices
   couplescope --tensorboard couplescope-runs/<run>   open a run's traces in TensorBoard
   couplescope --tui --preset cgdrag            the interactive app, filled in
+  couplescope --plot couplescope-runs/<run> --output run.png   a saved run as a picture (or .svg)
+  couplescope --compare base.json couplescope-runs/<run>   slower than the base? exit 1 if so
 
 exit codes: {codes}.
 docs: docs/ in the source tree (usage, presets, results schema, bridge contract).
@@ -48,6 +50,16 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"must be at least {low} (got {value})")
         return value
     return convert
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage (write 5 for 5%)") from None
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1000 percent (got {text})")
+    return value
 
 
 def build_parser() -> Parser:
@@ -107,6 +119,15 @@ def build_parser() -> Parser:
     prof.add_argument("--tensorboard", metavar="RUN_DIR",
                       help="open a run directory's traces in TensorBoard on 127.0.0.1")
     prof.add_argument("--port", type=_int_at_least(1), metavar="N", help="TensorBoard port (default: a free one)")
+    saved = p.add_argument_group("saved runs (a run directory, or a results document from --json)")
+    saved.add_argument("--plot", nargs="+", metavar="RUN",
+                       help="draw runs: median vs size for sweeps, distributions, calls with phases stacked")
+    saved.add_argument("--output", metavar="FILE", help="the picture --plot writes: .png or .svg")
+    saved.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"),
+                       help="per variant: medians, their ratio with a 95%% interval, and a verdict; "
+                            "exit 1 when a variant is slower by more than --threshold")
+    saved.add_argument("--threshold", type=_percent, metavar="PCT",
+                       help="how much slower counts as a regression for --compare (default 5)")
     tele = p.add_argument_group("telemetry")
     tele.add_argument("--telemetry-hz", type=float, metavar="HZ", default=10.0,
                       help="CPU/GPU sampling rate while a run goes (default 10; 0 turns it off)")

@@ -20,7 +20,8 @@ from couplescope.frontends.cli.ranks_report import report_lines
 from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
-from couplescope.results import ranks, stats
+from couplescope.results import ranks, stats, sweeps
+from couplescope.results.labels import size_of
 
 GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
 
@@ -269,22 +270,33 @@ class HeadlessPrinter(Listener):
         self.progress.close()
         rows = builder.comparison()
         if len(rows) > 1 or (rows and len(builder.variants) == 1):
-            self.print(comparison_table(rows, self._paint))
+            sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
+            self.print(comparison_table(rows, self._paint, sizes))
 
     def close(self) -> None:
         self.progress.close()
 
 
-def comparison_table(rows: list[dict], paint=lambda t, c: t) -> str:
-    """The comparison; a compile column when a variant compiled its model (aoti, the
-    bridge's torch.compile): its one-off cost beside the per-call figures."""
+def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None) -> str:
+    """The closing table; a sweep (variants at more than one size) is grouped by size,
+    each group ranked against its own fastest variant (couplescope.results.sweeps); a
+    compile column when a variant compiled its model (aoti, the bridge's torch.compile):
+    its one-off cost beside the per-call figures."""
     compiled = any(r.get("compile_status") for r in rows)
     headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead",
                *(["compile"] if compiled else []), "checks"]
-    body = [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
-             fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
-             *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
-             "PASSED" if r["passed"] else "FAILED"] for r in rows]
-    text = fmt.table(headers, body, right=set(range(1, len(headers) - 1)))
+    sizes = sizes or {}
+    sweep = len({sizes.get(r["name"]) for r in rows} - {None}) > 1
+    groups = sweeps.rows_by_size(rows, sizes) if sweep else [(None, rows)]
+    body, headings = [], {}
+    for size, group in groups:
+        if sweep:
+            headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
+        body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
+                  fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
+                  *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
+                  "PASSED" if r["passed"] else "FAILED"] for r in group]
+    text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
     text = text.replace("PASSED", paint("PASSED", GREEN)).replace("FAILED", paint("FAILED", RED))
-    return "comparison (overhead = call minus forward):\n" + text
+    what = "overhead = call minus forward" + ("; vs fastest at the same size" if sweep else "")
+    return f"comparison ({what}):\n" + text

@@ -188,7 +188,7 @@ class CoupleScopeApp(App):
         record = RunRecord(len(self.runs) + 1, request.title, request.specs, request)
         record.listener = AppListener(self.post_message, record.id)
         record.pipeline = Pipeline(replace(request, export=self._staging_root), [record.listener],
-                                   start_worker=self._start_worker)
+                                   start_worker=self._start_worker, summary_plot=False)
         record.staging = record.pipeline.exporter
         record.session = record.pipeline.session
         self.runs[record.id] = record
@@ -246,6 +246,8 @@ class CoupleScopeApp(App):
             self.note(f"export failed: {exc}", "error")
             return
         command = f"couplescope --tensorboard {path}"
+        if record.summary_error:
+            self.note(record.summary_error, "warning")
         self.update_history_row(record)
         self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
                                                       f"open its traces: {command}")
