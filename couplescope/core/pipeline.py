@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from couplescope.core import signals
 from couplescope.core.session import Session
-from couplescope.protocol.contract import EXIT_INTERRUPTED
+from couplescope.protocol.contract import EXIT_INTERRUPTED, exit_code_for_signal
 from couplescope.results.builder import ResultsBuilder
 
 
@@ -21,10 +22,15 @@ class Outcome:
     builder: ResultsBuilder
     run_directory: str | None
     interrupted: bool
+    #: the signal that stopped the run (SIGINT, SIGTERM, SIGHUP), if one did
+    signal: int | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 all checks passed, 1 a check failed or a variant broke, 2 bad input, 130 interrupted."""
+        """The command's exit code (docs/usage.md has the table): 128 + the signal that
+        stopped the run, else what the variants' results say (ResultsBuilder.exit_code)."""
+        if self.signal is not None:
+            return exit_code_for_signal(self.signal)
         return EXIT_INTERRUPTED if self.interrupted else self.builder.exit_code()
 
     def document(self) -> dict:
@@ -64,9 +70,12 @@ class Pipeline:
         self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker)
 
     def run(self) -> Outcome:
-        builder = self.session.run()
+        """Measure every variant. SIGINT, SIGTERM and SIGHUP stop the run and keep what was
+        measured (couplescope.core.signals), when this runs in the main thread."""
+        with signals.handled():
+            builder = self.session.run()
         path = self.exporter.path if self.exporter is not None else None
-        return Outcome(builder, path, self.session.interrupted)
+        return Outcome(builder, path, self.session.interrupted, self.session.signal)
 
     def stop(self) -> None:
         self.session.stop()

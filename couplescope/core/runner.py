@@ -5,6 +5,13 @@ only the parent, which then ends the worker deliberately: SIGTERM to the whole g
 (the worker reports what it measured and exits 130), SIGKILL if it does not go. Its
 stderr is drained on a thread (a full pipe would stall the worker) and kept, so a
 crash can be explained with its last lines.
+
+A worker must not outlive this process (a parent killed with SIGKILL, or dead of a
+bug, would leave it running at ppid 1, holding gigabytes and a core). On Linux the
+process this starts asks the kernel for SIGTERM when its parent dies
+(prctl PR_SET_PDEATHSIG): a worker does so itself, first thing (couplescope.worker.main,
+told our pid to check we are still there); a launcher (mpiexec, srun) is started
+through a few lines of Python that ask and then exec it, and takes its ranks down.
 """
 
 from __future__ import annotations
@@ -17,7 +24,24 @@ import sys
 import threading
 
 from couplescope.protocol import events
-from couplescope.protocol.contract import worker_argv
+from couplescope.protocol.contract import PARENT_PID_ENV, worker_argv
+
+#: run before a launcher: die with the parent (PR_SET_PDEATHSIG = 1), unless it is gone
+#: already (the kernel would not tell us then), then become the launcher (argv: parent
+#: pid, signal, command...). -I -S: no site, no user paths, a few milliseconds.
+DIE_WITH_PARENT = (
+    "import ctypes, os, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, int(sys.argv[2]), 0, 0, 0)\n"
+    "os.getppid() == int(sys.argv[1]) or os._exit(128 + int(sys.argv[2]))\n"
+    "os.execvp(sys.argv[3], sys.argv[3:])\n")
+
+
+def dies_with_parent(cmd: list[str]) -> list[str]:
+    """`cmd` wrapped so that it ends when this process does (Linux); unchanged elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return cmd
+    return [sys.executable, "-I", "-S", "-c", DIE_WITH_PARENT, str(os.getpid()),
+            str(int(signal.SIGTERM)), *cmd]
 
 
 def same_package_env(env: dict) -> dict:
@@ -82,6 +106,11 @@ class WorkerProcess:
         full_env.update(backend_env(spec))
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
+        full_env.pop(PARENT_PID_ENV, None)
+        if cmd == worker_argv(sys.executable, spec.to_dict()):
+            full_env[PARENT_PID_ENV] = str(os.getpid())   # the worker asks to die with us
+        else:
+            cmd = dies_with_parent(cmd)                   # a launcher: asked for it, then exec'd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=full_env, text=True,
                                      bufsize=1, start_new_session=True, encoding="utf-8",

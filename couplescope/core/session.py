@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from couplescope.core import signals
 from couplescope.core.runner import WorkerProcess
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener  # noqa: F401  (re-exported for listeners)
@@ -29,12 +30,16 @@ class Session:
         self.builder = ResultsBuilder(title)
         self._stop = threading.Event()
         self._current: WorkerProcess | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # re-entrant: a signal handler may take it in the main thread
+        self._preparing = False
+        self._stopper: threading.Thread | None = None
         # emit() is called from the session thread and from listener threads (the telemetry
         # sampler): one event at a time reaches the builder and the listeners. Re-entrant so a
         # listener may emit from inside on_event.
         self._emit_lock = threading.RLock()
         self.interrupted = False
+        #: the signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, if one did
+        self.signal: int | None = None
 
     def emit(self, event: dict) -> None:
         """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
@@ -51,16 +56,35 @@ class Session:
         if proc is not None:
             proc.stop()
 
+    def stop_for_signal(self, signum: int) -> bool:
+        """A stop signal arrived (couplescope.core.signals; in the main thread's handler, so
+        nothing here blocks): end the worker from a helper thread and let the run finish
+        normally. False while the native host compiles: the handler then raises, which
+        ends the compiler, and the run unwinds as after Ctrl-C."""
+        self.signal = self.signal or signum
+        self.interrupted = True
+        self._stop.set()
+        if self._preparing:
+            return False
+        proc = self._current
+        if proc is not None and self._stopper is None:
+            # not a daemon: an MPI launcher's ranks are reaped before the process exits
+            self._stopper = threading.Thread(target=proc.stop, name="couplescope-stop")
+            self._stopper.start()
+        return True
+
     def run(self) -> ResultsBuilder:
         for listener in self.listeners:
             listener.attach(self)
         try:
-            for spec in self.specs:
-                if self._stop.is_set():
-                    break
-                self._run_one(spec)
-        except KeyboardInterrupt:
+            with signals.stopping(self.stop_for_signal):
+                for spec in self.specs:
+                    if self._stop.is_set():
+                        break
+                    self._run_one(spec)
+        except KeyboardInterrupt as exc:
             self.interrupted = True
+            self.signal = self.signal or signals.signum_of(exc)
         for listener in self.listeners:
             listener.session_done(self.builder)
         return self.builder
@@ -71,6 +95,7 @@ class Session:
             env.update(listener.worker_env(spec) or {})
         prepare = getattr(self.start_worker, "prepare", None)
         if prepare is not None:
+            self._preparing = True
             try:
                 prepare(spec, self.emit)
             except Exception as exc:   # a failed native build: this variant cannot run
@@ -78,6 +103,10 @@ class Session:
                                       traceback=""))
                 for listener in self.listeners:
                     listener.variant_done(self.builder)
+                return
+            finally:
+                self._preparing = False
+            if self._stop.is_set():   # a signal during the build: start nothing more
                 return
         proc = self.start_worker(spec, env)
         with self._lock:
@@ -101,6 +130,9 @@ class Session:
         finally:
             with self._lock:
                 self._current = None
+            stopper, self._stopper = self._stopper, None
+            if stopper is not None:
+                stopper.join()
             proc.stop()
             for listener in self.listeners:
                 listener.worker_ended(spec, proc)

@@ -11,14 +11,20 @@ from __future__ import annotations
 import os
 import sys
 
+from couplescope.core import signals
 from couplescope.frontends.cli.parser import _glue_pass_through, build_parser, options_from
-from couplescope.protocol.contract import EXIT_INTERRUPTED, EXIT_USAGE
+from couplescope.protocol.contract import EXIT_USAGE
 from couplescope.protocol.errors import UsageError
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(_glue_pass_through(sys.argv[1:] if argv is None else list(argv)))
+    with signals.handled():   # SIGTERM and SIGHUP end a run as Ctrl-C does
+        return _dispatch(args, argv)
+
+
+def _dispatch(args, argv) -> int:
     try:
         if args.list:
             from couplescope.frontends.cli.listing import print_list
@@ -43,13 +49,21 @@ def main(argv=None) -> int:
             raise
         print(f"couplescope: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("couplescope: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:   # Ctrl-C, or SIGTERM/SIGHUP before a worker ran
+        _say(f"couplescope: stopped by {signals.signal_name(signals.signum_of(exc))}")
+        return signals.exit_code_of(exc)
     except BrokenPipeError:
         # the reader went away (`| head`): the worker was already ended; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _say(text: str) -> None:
+    """A last line on stderr, which may be gone (SIGHUP: the terminal closed)."""
+    try:
+        print(text, file=sys.stderr)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -19,17 +19,33 @@ MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
+#: the parent's process id, for a worker it starts directly (not through a launcher): the
+#: worker checks that this parent is still there once it has asked to die with it
+PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
+
 #: exit codes of the worker and of the `couplescope` command
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+#: a signal ends a run as the shell reports it: 128 + the signal's number
+EXIT_HANGUP = 129        # SIGHUP: the terminal or ssh session closed
+EXIT_INTERRUPTED = 130   # SIGINT: Ctrl-C
+EXIT_TERMINATED = 143    # SIGTERM: a batch system's time limit, scancel, timeout, kill
 EXIT_CODES = {
     EXIT_OK: "all checks passed",
     EXIT_FAILED: "a check failed or a variant broke",
     EXIT_USAGE: "bad input",
-    EXIT_INTERRUPTED: "interrupted",
+    EXIT_HANGUP: "hung up (SIGHUP)",
+    EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C)",
+    EXIT_TERMINATED: "terminated (SIGTERM)",
 }
+#: the signals that stop a run the way Ctrl-C does, in both processes
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def exit_code_for_signal(signum: int) -> int:
+    """The exit code of a run a signal stopped (the shell's convention, 128 + N)."""
+    return 128 + int(signum)
 
 
 def worker_argv(python: str, spec_dict: dict) -> list[str]:

@@ -15,6 +15,7 @@ together; its Coupling makes the calls.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import tempfile
@@ -230,8 +231,9 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     return fields
 
 
-def run_variant(spec, backend, team) -> None:
-    """Measure one variant and emit its events. Raises for what ends it early."""
+def run_variant(spec, backend, team, tmpdir: str | None = None) -> None:
+    """Measure one variant and emit its events. Raises for what ends it early. `tmpdir`:
+    where the worker may write (the saved TorchScript file); a private one if None."""
     team.begin()
     from couplescope.worker.environment import environment
 
@@ -241,7 +243,8 @@ def run_variant(spec, backend, team) -> None:
     team.placed(placements)
     here = spec.replace(device=placements[team.rank]["device"])
     after = team.after_iteration
-    with tempfile.TemporaryDirectory(prefix="couplescope-") as tmpdir:
+    with (contextlib.nullcontext(tmpdir) if tmpdir else
+          tempfile.TemporaryDirectory(prefix="couplescope-")) as tmpdir:
         prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank))
         team.arrays_ready(prepared.arrays, prepared.outputs)
         loads = team.stage(lambda: _timed_load(prepared), share=True)
@@ -267,10 +270,10 @@ def host_words(spec) -> list[str]:
     return words
 
 
-def run(spec, backend, team) -> int:
+def run(spec, backend, team, tmpdir: str | None = None) -> int:
     """Run the variant; report what ends it early through the team; the exit code."""
     try:
-        run_variant(spec, backend, team)
+        run_variant(spec, backend, team, tmpdir)
         return EXIT_OK
     except BaseException as exc:
         return team.failed(exc)

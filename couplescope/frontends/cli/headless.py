@@ -7,7 +7,7 @@ import os
 import sys
 
 from couplescope.frontends.cli.parser import options_from
-from couplescope.protocol.contract import EXIT_INTERRUPTED, TRACE_SUFFIXES
+from couplescope.protocol.contract import TRACE_SUFFIXES
 
 
 def run_headless(args) -> int:
@@ -36,6 +36,9 @@ def run_headless(args) -> int:
                               f"scalars: couplescope --tensorboard {outcome.run_directory}")
     if args.json:
         sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
-    if outcome.exit_code == EXIT_INTERRUPTED:
-        printer.print("interrupted: what was measured is kept", err=True)
+    if outcome.interrupted:
+        from couplescope.core.signals import signal_name
+
+        how = signal_name(outcome.signal) if outcome.signal is not None else "SIGINT"
+        printer.print(f"couplescope: stopped by {how}: what was measured is kept", err=True)
     return outcome.exit_code

@@ -55,8 +55,12 @@ class Progress:
                 continue
             with self._lock:
                 elapsed = time.monotonic() - self.started
-                self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
-                self.stream.flush()
+                try:
+                    self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
+                    self.stream.flush()
+                except OSError:   # the terminal hung up: no more spinner
+                    self.enabled = False
+                    return
                 self._shown = True
 
     def clear(self) -> None:
@@ -84,17 +88,28 @@ class HeadlessPrinter(Listener):
         self._warm = {}
         self._profiled = {}
         self._started = None
+        #: streams that failed (stream -> the OSError), written to no more
+        self.lost: dict = {}
 
     # -- output helpers ---------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:
         return f"{color}{text}{RESET}" if self.color else text
 
     def print(self, text: str = "", err: bool = False) -> None:
+        stream = self.err if err else self.out
+        if stream in self.lost:
+            return
         with self.progress._lock:
-            self.progress.clear()
-            stream = self.err if err else self.out
-            stream.write(text + "\n")
-            stream.flush()
+            try:
+                self.progress.clear()
+                stream.write(text + "\n")
+                stream.flush()
+            except BrokenPipeError:
+                raise   # the reader went away (`| head`): the command ends quietly
+            except OSError as exc:
+                # a full disk under `> out.txt`, a terminal that hung up: the run goes on
+                # (the exporters keep it) and the stream is left alone from now on
+                self.lost[stream] = exc
 
     def status(self, text: str) -> None:
         self.progress.text = text
