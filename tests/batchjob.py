@@ -107,3 +107,60 @@ def timed_iterations(run_parent) -> int:
 
 def results(run_parent) -> dict:
     return json.loads(next(run_parent.glob("*/results.json")).read_text())
+
+
+class TerminalJob(Job):
+    """A Job on a pseudo-terminal of 80x24 (stdin, stdout and stderr), as in a terminal
+    window; `keys()` types, `screen` is everything it wrote (drained on a thread)."""
+
+    def __init__(self, args, cwd, tmpdir, env=None) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+        import threading
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        self.master = master
+        self.tmpdir = str(tmpdir)
+        os.makedirs(self.tmpdir, exist_ok=True)
+        full_env = dict(os.environ, TMPDIR=self.tmpdir, TERM="xterm-256color", COLUMNS="80", LINES="24")
+        full_env.update(env or {})
+
+        def on_terminal():
+            _default_signals()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)   # the pty is its controlling terminal
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "couplescope", *map(str, args)], cwd=cwd,
+                                     stdin=slave, stdout=slave, stderr=slave, env=full_env,
+                                     start_new_session=True, preexec_fn=on_terminal)
+        os.close(slave)
+        self.seen = {}
+        self.out = self.err = ""
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:   # EIO: every process holding the terminal has gone
+                return
+            if not data:
+                return
+            self._chunks.append(data)
+
+    @property
+    def screen(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+    def keys(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def finish(self, timeout: float = 60.0) -> int:
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        self.out = self.err = self.screen
+        return self.proc.returncode

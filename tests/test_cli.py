@@ -308,3 +308,13 @@ def test_runs_from_inside_the_source_checkout():
 def test_options_that_apply_to_nothing_are_refused(command, args, message):
     r = command(*args, *FAST)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_app_refuses_to_start_without_a_terminal(command):
+    """A batch job or nohup has no terminal: one line pointing at the headless mode, exit 2
+    (it used to wait forever for keys, spinning a core)."""
+    r = command("--tui", "--model", "simplenet")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "couplescope: the interactive app needs a terminal (stdin and stdout are not one); in a "
+        "batch job run headless: couplescope --preset NAME or --model NAME (see --list and --help)"]

@@ -87,3 +87,26 @@ def test_worker_inside_a_long_c_call_ends_when_the_parent_is_killed(tmp_path):
     job.signal(signal.SIGKILL)
     job.finish()
     job.assert_nothing_left(timeout=15)
+
+
+# -- the app ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("signum,code,name", [(signal.SIGTERM, 143, "SIGTERM"),
+                                              (signal.SIGHUP, 129, "SIGHUP")])
+def test_app_stopped_by_a_signal_exports_the_run_and_restores_the_terminal(tmp_path, signum, code, name):
+    from batchjob import TerminalJob
+
+    runs = tmp_path / "runs"
+    job = TerminalJob(["--tui", *LONG, "--export", runs], tmp_path, tmp_path / "tmp")
+    job.wait_until(lambda: "press r" in job.screen, what="the app")
+    job.keys("r")
+    job.wait_until(lambda: job.workers() and "timed" in job.screen, what="a run in the app")
+    job.signal(signum)
+    assert job.finish() == code, job.screen[-2000:]
+    screen = job.screen
+    left = screen.rfind("\x1b[?1049l")          # the alternate screen was left ...
+    assert left > screen.rfind("\x1b[?1049h")   # ... after it was last entered
+    assert f"couplescope: stopped by {name}: what run #1 stride measured is in {runs}" in screen[left:].replace("\r\n", "")
+    v = results(runs)["variants"][0]
+    assert v["status"] == "interrupted" and v["stats"]["n"] >= 1
+    job.assert_nothing_left()

@@ -113,7 +113,13 @@ def handled():
 @contextlib.contextmanager
 def stopping(stopper):
     """While the block runs, a stop signal calls `stopper(signum)` (from the main thread, in
-    the signal handler: it must not block) instead of raising, if it returns True."""
+    the signal handler: it must not block) instead of raising, if it returns True.
+
+    Only from the main thread: code on another thread (a session on the app's run thread)
+    leaves signals to the main thread's owner (the app, which stops its run and exits)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     with _state.lock:
         outer, _state.stopper = _state.stopper, stopper
     try:

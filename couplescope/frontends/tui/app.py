@@ -8,6 +8,7 @@ the run's ResultsBuilder and the widgets. Widgets redraw on a 4 Hz tick, not per
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import shutil
 import tempfile
@@ -84,6 +85,11 @@ class CoupleScopeApp(App):
         self._sample: dict | None = None
         self._progress = 0
         self.notes: list[str] = []                # what the log panel shows, as plain text
+        #: a stop signal (SIGTERM, SIGHUP, SIGINT) received: the app exports and exits
+        self.exit_signal: int | None = None
+        #: lines for stderr once the terminal is restored (where a stopped run went)
+        self.farewell: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -123,6 +129,7 @@ class CoupleScopeApp(App):
         return self.screen_stack[0] if self.screen_stack else self.screen
 
     def on_mount(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.main.query_one(StatsPanel).show(None, None)
         self.set_interval(TICK_SECONDS, self._tick)
         self.main.query_one("#model").focus()
@@ -262,6 +269,43 @@ class CoupleScopeApp(App):
         self.stop_everything()
         shutil.rmtree(self._staging_root, ignore_errors=True)
 
+    # -- signals ------------------------------------------------------------------------
+    def stop_for_signal(self, signum: int) -> bool:
+        """A stop signal (couplescope.core.signals calls this in its handler, on the main
+        thread, which runs the app's loop): handled on the loop, never here."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return False   # not started (or already gone): the handler raises instead
+        loop.call_soon_threadsafe(self._stop_signalled, signum)
+        return True
+
+    def _stop_signalled(self, signum: int) -> None:
+        """SIGTERM (a batch system, kill), SIGHUP (the terminal closed), SIGINT: stop the run
+        in progress, export what it measured (nobody may be left to press e), exit with
+        128 + the signal; the terminal is restored as on q."""
+        from couplescope.core.signals import signal_name
+
+        if self.exit_signal is not None:
+            return
+        self.exit_signal = signum
+        if self.active is None:
+            self.exit(return_code=128 + signum)
+            return
+        self.set_status(f"{signal_name(signum)}: stopping {self.active.name}, then exporting it ...")
+        self.stop_session(self.active)   # on_run_ended exports it and exits
+
+    def _export_on_signal(self, record: RunRecord) -> None:
+        from couplescope.core.signals import signal_name
+
+        how = f"couplescope: stopped by {signal_name(self.exit_signal)}"
+        try:
+            path = export_run(record, self.options.export or DEFAULT_PARENT)
+        except (UsageError, OSError) as exc:
+            self.farewell.append(f"{how}: run {record.name} was not exported: {exc}")
+        else:
+            self.farewell.append(f"{how}: what run {record.name} measured is in {path}")
+        self.exit(return_code=128 + self.exit_signal)
+
     # -- messages from the run ------------------------------------------------------------
     def _record(self, msg) -> RunRecord | None:
         record = self.runs.get(msg.run_id)
@@ -362,6 +406,8 @@ class CoupleScopeApp(App):
         self._tick(force=True)
         self.update_history_row(record)
         self.set_status(f"{record.name} {record.status}: e exports, c compares, r runs again, ? help")
+        if self.exit_signal is not None:
+            self._export_on_signal(record)
 
     @_while_shown
     def on_worker_state_changed(self, event) -> None:
