@@ -80,8 +80,19 @@ class Job:
             self.out, self.err = self.out + (out or ""), self.err + (err or "")
         return self.proc.returncode
 
+    def wait_for_the_tree_to_end(self, timeout: float) -> None:
+        gone, alive = psutil.wait_procs(list(self.seen.values()), timeout=timeout)
+        assert not alive, f"processes outlived the job by {timeout} s: {[p.pid for p in alive]}"
+
+    def sweep_as_the_next_run_would(self, cwd) -> None:
+        """A parent killed with SIGKILL cannot remove its scratch folder: the next
+        couplescope command does (`--list` is the quickest)."""
+        next_run = subprocess.run([sys.executable, "-m", "couplescope", "--list"], cwd=cwd,
+                                  capture_output=True, text=True, env=dict(os.environ, TMPDIR=self.tmpdir))
+        assert next_run.returncode == 0, next_run.stderr
+
     def assert_nothing_left(self, timeout: float = 10.0) -> None:
-        """No process of the job's tree is alive, and its TMPDIR holds nothing of ours."""
+        """No process of the job's tree is alive, and its TMPDIR holds no couplescope folder."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.finish()
@@ -95,7 +106,8 @@ class Job:
             except psutil.Error:
                 pass
         assert not alive, f"processes outlived the job: {names}"
-        left = sorted(os.listdir(self.tmpdir))
+        # torch's own caches (torchinductor_<user>) are meant to stay; ours are not
+        left = sorted(n for n in os.listdir(self.tmpdir) if "couplescope" in n)
         assert not left, f"left in TMPDIR: {left}"
 
 

@@ -59,7 +59,9 @@ def test_worker_ends_itself_when_the_parent_is_killed_mid_model_build(tmp_path):
                    what="the worker building layers")
     job.signal(signal.SIGKILL)
     job.finish()
-    job.assert_nothing_left(timeout=15)
+    job.wait_for_the_tree_to_end(timeout=15)
+    job.sweep_as_the_next_run_would(tmp_path)
+    job.assert_nothing_left()
 
 
 SLOW_CALL = textwrap.dedent('''
@@ -86,7 +88,9 @@ def test_worker_inside_a_long_c_call_ends_when_the_parent_is_killed(tmp_path):
     job.wait_until(lambda: (tmp_path / "calling").exists(), what="the long call")
     job.signal(signal.SIGKILL)
     job.finish()
-    job.assert_nothing_left(timeout=15)
+    job.wait_for_the_tree_to_end(timeout=15)
+    job.sweep_as_the_next_run_would(tmp_path)
+    job.assert_nothing_left()
 
 
 # -- the app ----------------------------------------------------------------------------

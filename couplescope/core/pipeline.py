@@ -52,6 +52,7 @@ class Pipeline:
     def __init__(self, request, listeners=(), announce=None, start_worker=None) -> None:
         from couplescope.export.run_dir import RunDirectoryExporter
 
+        require_scratch()
         self.request = request
         self.exporter = None
         chain = []
@@ -79,6 +80,21 @@ class Pipeline:
 
     def stop(self) -> None:
         self.session.stop()
+
+
+def require_scratch() -> str:
+    """The process's scratch folder (couplescope.protocol.scratch), made before anything
+    runs: a $TMPDIR that cannot be written is bad input, not a failure half way."""
+    import tempfile
+
+    from couplescope.protocol import scratch
+    from couplescope.protocol.errors import UsageError
+
+    try:
+        return scratch.folder()
+    except OSError as exc:
+        raise UsageError(f"cannot create a temporary folder in {tempfile.gettempdir()} "
+                         f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
 
 
 def run(request, listeners=(), announce=None, start_worker=None) -> Outcome:

@@ -24,7 +24,8 @@ import sys
 import threading
 
 from couplescope.protocol import events
-from couplescope.protocol.contract import PARENT_PID_ENV, worker_argv
+from couplescope.protocol import scratch
+from couplescope.protocol.contract import PARENT_PID_ENV, SCRATCH_ENV, worker_argv
 
 #: run before a launcher: die with the parent (PR_SET_PDEATHSIG = 1), unless it is gone
 #: already (the kernel would not tell us then), then become the launcher (argv: parent
@@ -106,6 +107,7 @@ class WorkerProcess:
         full_env.update(backend_env(spec))
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
+        full_env[SCRATCH_ENV] = scratch.folder()   # the worker's files go in ours
         full_env.pop(PARENT_PID_ENV, None)
         if cmd == worker_argv(sys.executable, spec.to_dict()):
             full_env[PARENT_PID_ENV] = str(os.getpid())   # the worker asks to die with us

@@ -25,7 +25,7 @@ import re
 import shutil
 import tempfile
 
-from couplescope.protocol import events
+from couplescope.protocol import events, scratch
 from couplescope.protocol.contract import TRACE_DIR_ENV, TRACE_SUFFIXES
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
@@ -97,7 +97,7 @@ class TraceListener(Listener):
     @staticmethod
     def _make_staging() -> str:
         try:
-            return tempfile.mkdtemp(prefix="couplescope-traces-")
+            return scratch.make("traces")
         except OSError as exc:
             raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
                              f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None

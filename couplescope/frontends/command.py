@@ -13,6 +13,7 @@ import sys
 
 from couplescope.core import signals
 from couplescope.frontends.cli.parser import _glue_pass_through, build_parser, options_from
+from couplescope.protocol import scratch
 from couplescope.protocol.contract import EXIT_USAGE
 from couplescope.protocol.errors import UsageError
 
@@ -20,6 +21,8 @@ from couplescope.protocol.errors import UsageError
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(_glue_pass_through(sys.argv[1:] if argv is None else list(argv)))
+    # the scratch folders of runs killed with SIGKILL (couplescope.protocol.scratch)
+    scratch.sweep()
     with signals.handled():   # SIGTERM and SIGHUP end a run as Ctrl-C does
         return _dispatch(args, argv)
 

@@ -19,6 +19,8 @@ MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
+#: the parent's scratch folder (couplescope.protocol.scratch): a worker's files go in it
+SCRATCH_ENV = "COUPLESCOPE_SCRATCH"
 #: the parent's process id, for a worker it starts directly (not through a launcher): the
 #: worker checks that this parent is still there once it has asked to die with it
 PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-import tempfile
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from couplescope.backends.base import Coupling, CouplingContext, essential_line, first_line
 from couplescope.backends.clock import PhaseClock
+from couplescope.protocol import scratch
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads import catalogue
@@ -243,8 +243,7 @@ def run_variant(spec, backend, team, tmpdir: str | None = None) -> None:
     team.placed(placements)
     here = spec.replace(device=placements[team.rank]["device"])
     after = team.after_iteration
-    with (contextlib.nullcontext(tmpdir) if tmpdir else
-          tempfile.TemporaryDirectory(prefix="couplescope-")) as tmpdir:
+    with contextlib.nullcontext(tmpdir or scratch.make("model")) as tmpdir:
         prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank))
         team.arrays_ready(prepared.arrays, prepared.outputs)
         loads = team.stage(lambda: _timed_load(prepared), share=True)

@@ -11,14 +11,11 @@ a long C call (a huge model being built) is acted on by a watchdog thread instea
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 
 #: after a stop signal, how long the main thread has to wind down by itself before the
@@ -87,8 +84,13 @@ def main(argv=None) -> int:
     write = open_event_channel()
     for name in ("SIGTERM", "SIGHUP"):
         signal.signal(getattr(signal, name), _interrupt)
-    tmpdir = tempfile.mkdtemp(prefix="couplescope-worker-")
-    remove = functools.partial(shutil.rmtree, tmpdir, ignore_errors=True)
+    from couplescope.protocol import scratch
+    from couplescope.protocol.contract import SCRATCH_ENV
+
+    # the saved model and anything else the worker writes: a subfolder of the parent's
+    # scratch folder, removed on every way out (the watchdog's too)
+    tmpdir = scratch.join(os.environ.get(SCRATCH_ENV))
+    remove = scratch.remove
     watch_stop_signals(remove)
     from couplescope import backends
     from couplescope.protocol.spec import RunSpec

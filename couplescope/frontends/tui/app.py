@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import shutil
-import tempfile
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -31,6 +30,7 @@ from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.runs import RunRecord, export_run
 from couplescope.frontends.tui.telemetry_panel import DiagnosticsLog, TelemetryPanel
 from couplescope.frontends.tui.watch import TABLE_HEADER, IterationsTable, PlotLegend, StatsPanel, TimePlot
+from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
 
@@ -79,7 +79,7 @@ class CoupleScopeApp(App):
         self.runs: dict[int, RunRecord] = {}
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows
-        self._staging_root = tempfile.mkdtemp(prefix="couplescope-tui-")
+        self._staging_root = scratch.make("app-runs")
         self._load_catalogue = load_catalogue
         self._stats_dirty = False
         self._sample: dict | None = None
