@@ -176,3 +176,17 @@ class TerminalJob(Job):
         self._reader.join(timeout=5)
         self.out = self.err = self.screen
         return self.proc.returncode
+
+
+def mount_small_disk(path, size: str):
+    """A tmpfs of `size` at `path` (a disk that fills up for real); pytest.skip where
+    mounting is not allowed. Returns the function that unmounts it."""
+    import pytest
+
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({(r.stderr or r.stdout).strip()}); "
+                    "needs root or CAP_SYS_ADMIN")
+    return lambda: subprocess.run(["umount", "-l", str(path)], capture_output=True)

@@ -318,3 +318,92 @@ def test_the_app_refuses_to_start_without_a_terminal(command):
     assert r.stderr.strip().splitlines() == [
         "couplescope: the interactive app needs a terminal (stdin and stdout are not one); in a "
         "batch job run headless: couplescope --preset NAME or --model NAME (see --list and --help)"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("model,size", [("polynomial", 1_000_000_000), ("deep-linear", 100_000_000)])
+def test_a_size_too_big_for_this_machine_is_refused_before_allocating(cli, tmp_path, model, size):
+    """It used to grow to about 12 GB (polynomial) or spend minutes building layers
+    (deep-linear); now one line with the estimate and the limit, exit 2, nothing written."""
+    r = cli("--model", model, "--size", size, "--export", tmp_path / "runs", *FAST, timeout=60)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"couplescope: --size {size} for {model} needs about ")
+    assert "over the limit of" in line and "available); use a smaller --size, or --memory-limit" in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.e2e
+def test_memory_limit_overrides_the_estimate_both_ways(cli):
+    r = cli("--model", "simplenet", "--size", "100000", "--memory-limit", "1M", *FAST)
+    assert r.returncode == 2 and "over the limit of 1.0M (--memory-limit 1.0M)" in r.stderr
+    r = cli("--model", "polynomial", "--size", "200000", "--memory-limit", "none", *FAST)
+    assert r.returncode == 0, r.stderr
+
+
+def test_memory_sizes_read_as_people_write_them(command):
+    from couplescope.protocol.sizes import bytes_text, parse_bytes
+
+    assert parse_bytes("16G") == 16 * 2**30 and parse_bytes("512m") == 512 * 2**20
+    assert parse_bytes("1.5T") == int(1.5 * 2**40) and parse_bytes("none") is None
+    assert bytes_text(16 * 2**30) == "16.0G" and bytes_text(1.2 * 2**30, round_up=True) == "2G"
+    r = command("--model", "simplenet", "--memory-limit", "lots")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "couplescope: memory size 'lots' is not one: give a number with K, M, G or T "
+        "(binary units, e.g. 512M, 16G) or none")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("source,message", [
+    ("def initialize(config)\n    pass\n", "has a syntax error on line 1: expected ':'"),
+    ("import no_such_module_here\n", "failed: ModuleNotFoundError: No module named 'no_such_module_here'"),
+    (BRIDGE_OK.replace('print("hello from the model on stdout")', 'raise ValueError("bad config")'),
+     "initialize() raised ValueError: bad config"),
+])
+def test_a_broken_user_module_is_bad_input_like_a_missing_compute(cli, tmp_path, source, message):
+    """A syntax error used to exit 1 where a missing compute exits 2: both are the user's file."""
+    (tmp_path / "mine.py").write_text(source)
+    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert message in line and str(tmp_path / "mine.py") in line
+
+
+DIES_LATER = textwrap.dedent('''
+    import os, signal, time
+    import numpy as np
+    calls = 0
+    def initialize(config):
+        pass
+    def compute(inputs, output):
+        global calls
+        calls += 1
+        if calls == 5:                       # warm-up, three timed calls, then SIGKILL
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.06)                     # longer than the event batching: all reach the parent
+        output[...] = 3.0 * inputs[0]
+    def reference(inputs):
+        return 3.0 * np.asarray(inputs[0])
+''')
+
+
+@pytest.mark.e2e
+def test_one_status_for_a_worker_killed_half_way(tmp_path):
+    """The table, results.json (variant and comparison) and the exit code agree: ERROR."""
+    from batchjob import Job
+
+    (tmp_path / "dies.py").write_text(DIES_LATER)
+    job = Job(["--model", tmp_path / "dies.py", "--backend", "bridge", "--input-shape", "4",
+               "--warmup", "1", "--iterations", "6", "--profile-iterations", "0", "--telemetry-hz", "0",
+               "--export", tmp_path / "runs"], tmp_path, tmp_path / "tmp")
+    assert job.finish() == 1, job.err
+    assert "worker ended with signal 9" in job.err
+    doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
+    v, row = doc["variants"][0], doc["comparison"][0]
+    assert v["stats"]["n"] == 3 and v["status"] == "failed" and v["verdict"] == "error"
+    assert row["verdict"] == "error" and row["passed"] is False
+    table = job.out.split("comparison (overhead = call minus forward):")[1]
+    (line,) = [line for line in table.splitlines() if line.startswith(v["name"])]
+    assert line.split()[-1] == "ERROR" and "PASSED" not in table
+    assert "warm-up: 1 iteration(s)" in job.out
+    job.assert_nothing_left()

@@ -53,8 +53,8 @@ def test_sigterm_to_every_process_as_scancel_sends_it(tmp_path):
 def test_worker_ends_itself_when_the_parent_is_killed_mid_model_build(tmp_path):
     """deep-linear with millions of layers spends seconds building them: the parent is
     SIGKILLed meanwhile, so the worker learns of it from the kernel (parent-death signal)."""
-    job = Job(["--model", "deep-linear", "--size", "3000000", "--telemetry-hz", "0"], tmp_path,
-              tmp_path / "tmp")
+    job = Job(["--model", "deep-linear", "--size", "3000000", "--memory-limit", "none",
+               "--telemetry-hz", "0"], tmp_path, tmp_path / "tmp")
     job.wait_until(lambda: any(p.memory_info().rss > 300 * 2**20 for p in job.workers()),
                    what="the worker building layers")
     job.signal(signal.SIGKILL)

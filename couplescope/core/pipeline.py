@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from couplescope.core import signals
 from couplescope.core.session import Session
-from couplescope.protocol.contract import EXIT_INTERRUPTED, exit_code_for_signal
+from couplescope.protocol.contract import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, exit_code_for_signal
 from couplescope.results.builder import ResultsBuilder
 
 
@@ -24,14 +24,21 @@ class Outcome:
     interrupted: bool
     #: the signal that stopped the run (SIGINT, SIGTERM, SIGHUP), if one did
     signal: int | None = None
+    #: what could not be written (Session.write_errors)
+    write_errors: tuple = ()
 
     @property
     def exit_code(self) -> int:
-        """The command's exit code (docs/usage.md has the table): 128 + the signal that
-        stopped the run, else what the variants' results say (ResultsBuilder.exit_code)."""
+        """The command's exit code (docs/usage.md has the table), first that applies: 128 +
+        the signal that stopped the run; 3 when results could not all be written; else
+        what the variants' verdicts say (ResultsBuilder.exit_code: 130, 2, 1, 0)."""
         if self.signal is not None:
             return exit_code_for_signal(self.signal)
-        return EXIT_INTERRUPTED if self.interrupted else self.builder.exit_code()
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.write_errors:
+            return EXIT_WRITE_FAILED
+        return self.builder.exit_code()
 
     def document(self) -> dict:
         """The results document, with where it was written and the exit code."""
@@ -68,7 +75,8 @@ class Pipeline:
 
             chain.append(TraceListener(self.exporter))
         chain.extend(listeners)
-        self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker)
+        self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker,
+                               worker_env=request.worker_env())
 
     def run(self) -> Outcome:
         """Measure every variant. SIGINT, SIGTERM and SIGHUP stop the run and keep what was
@@ -76,7 +84,8 @@ class Pipeline:
         with signals.handled():
             builder = self.session.run()
         path = self.exporter.path if self.exporter is not None else None
-        return Outcome(builder, path, self.session.interrupted, self.session.signal)
+        return Outcome(builder, path, self.session.interrupted, self.session.signal,
+                       tuple(self.session.write_errors))
 
     def stop(self) -> None:
         self.session.stop()

@@ -23,8 +23,10 @@ from couplescope.results.builder import ResultsBuilder
 
 
 class Session:
-    def __init__(self, specs, listeners=(), title: str = "", start_worker=None) -> None:
+    def __init__(self, specs, listeners=(), title: str = "", start_worker=None,
+                 worker_env: dict | None = None) -> None:
         self.specs = list(specs)
+        self.worker_env = dict(worker_env or {})   # for every worker (the memory limit)
         self.listeners = list(listeners)
         self.start_worker = start_worker or WorkerProcess
         self.builder = ResultsBuilder(title)
@@ -40,13 +42,25 @@ class Session:
         self.interrupted = False
         #: the signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, if one did
         self.signal: int | None = None
+        #: what a listener could not write (a full disk, a terminal gone), in words
+        self.write_errors: list[str] = []
+        self._variant = ""   # the variant of the latest event
 
     def emit(self, event: dict) -> None:
         """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
         with self._emit_lock:
+            self._variant = event.get("variant") or self._variant
             self.builder.on_event(event)
             for listener in self.listeners:
                 listener.on_event(event)
+
+    def write_failed(self, message: str, variant: str = "") -> None:
+        """A listener could not write (results on a full disk, a terminal that hung up):
+        the run goes on, the exit code becomes EXIT_WRITE_FAILED, and the message reaches
+        every listener as an error diagnostic (printed, and exported if still possible)."""
+        self.write_errors.append(message)
+        self.emit(events.make("diagnostic", variant or self._variant, level="error", check="write_failed",
+                              setting="--export DIR (a disk with space), or free space", message=message))
 
     def stop(self) -> None:
         """End the running worker; what it measured stays. Safe from any thread."""
@@ -90,7 +104,7 @@ class Session:
         return self.builder
 
     def _run_one(self, spec) -> None:
-        env = {}
+        env = dict(self.worker_env)
         for listener in self.listeners:
             env.update(listener.worker_env(spec) or {})
         prepare = getattr(self.start_worker, "prepare", None)

@@ -20,6 +20,7 @@ use tensorboard's own event writer, so the parent does not import torch for them
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -31,6 +32,8 @@ from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
 
 TRACES = "traces"
+#: numbers the scalar files this process writes (tensorboard's file name carries one)
+_WRITERS = itertools.count()
 
 
 def run_name(label: str) -> str:
@@ -39,16 +42,42 @@ def run_name(label: str) -> str:
 
 
 class ScalarWriter:
-    """Per-iteration scalars for one variant, in tensorboard's event file format."""
+    """Per-iteration scalars for one variant, in tensorboard's event file format.
+
+    Written here, synchronously, with tensorboard's record format (RecordWriter) rather
+    than its EventFileWriter: that one writes on a thread of its own, and a full disk
+    there ends the thread with a traceback on stderr and the failure nowhere else. Here
+    an OSError reaches the caller (TraceListener), which removes the partial file.
+    A write is a buffered append in the parent, flushed every FLUSH_SECONDS so a live
+    TensorBoard sees the run grow.
+    """
+
+    FLUSH_SECONDS = 5.0
 
     def __init__(self, logdir: str) -> None:
+        import socket
+        import time
+
         from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        from tensorboard.summary.writer.record_writer import RecordWriter
 
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
-        self._writer = EventFileWriter(logdir, flush_secs=5)
+        self.path = os.path.join(logdir, "events.out.tfevents.%010d.%s.%s.%s" % (
+            time.time(), socket.gethostname(), os.getpid(), next(_WRITERS)))
+        self._file = open(self.path, "wb")
+        self._writer = RecordWriter(self._file)
+        self._flushed = time.monotonic()
+        self._clock = time.monotonic
         self.steps: dict = {}   # per rank (None outside MPI)
         self.samples = 0   # telemetry samples have their own step axis
+        self._add(self._event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._file.flush()
+
+    def _add(self, event) -> None:
+        self._writer.write(event.SerializeToString())
+        if self._clock() - self._flushed >= self.FLUSH_SECONDS:
+            self._file.flush()
+            self._flushed = self._clock()
 
     def iteration(self, ev: dict) -> None:
         """One iteration event: steps count every iteration of the variant (of a rank), in order.
@@ -64,7 +93,7 @@ class ScalarWriter:
             values.append(("check/max_rel_error", err))
         summary = self._summary(value=[self._summary.Value(tag=tag + suffix, simple_value=float(v))
                                        for tag, v in values if isinstance(v, (int, float))])
-        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
+        self._add(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
 
     def telemetry(self, ev: dict) -> None:
         """A telemetry sample: the series of results.json's timeline, under telemetry/."""
@@ -74,10 +103,21 @@ class ScalarWriter:
         values = scalar_series(ev.get("sample") or {})
         summary = self._summary(value=[self._summary.Value(tag=f"telemetry/{k}", simple_value=float(v))
                                        for k, v in values.items()])
-        self._writer.add_event(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
+        self._add(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
 
     def close(self) -> None:
-        self._writer.close()
+        self._file.close()
+
+    def discard(self) -> None:
+        """Remove the file (it could not be finished: no half-written file stays)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 class TraceListener(Listener):
@@ -134,22 +174,44 @@ class TraceListener(Listener):
             try:
                 os.makedirs(target, exist_ok=True)
                 writer = self._writers[label] = ScalarWriter(target)
-            except (ImportError, OSError) as exc:
+            except ImportError as exc:
                 self._scalars_failed = True
                 self._emit("diagnostic", label, level="warning", setting="export",
                            message=f"TensorBoard scalars not written: {type(exc).__name__}: {exc} "
                                    "(pip install tensorboard torch-tb-profiler)")
                 return
-        if ev["event"] == "telemetry":
-            writer.telemetry(ev)
-        else:
-            writer.iteration(ev)
+            except OSError as exc:
+                self._scalars_lost(label, None, exc)
+                return
+        try:
+            if ev["event"] == "telemetry":
+                writer.telemetry(ev)
+            else:
+                writer.iteration(ev)
+        except OSError as exc:
+            self._scalars_lost(label, writer, exc)
+
+    def _scalars_lost(self, label: str, writer, exc: OSError) -> None:
+        """A full disk (or a directory gone): no more scalars, and no partial file."""
+        self._scalars_failed = True
+        self._writers.pop(label, None)
+        if writer is not None:
+            writer.discard()
+        self._write_failed(label, f"TensorBoard scalars not written ({exc.strerror or exc}): "
+                                  "the partial file was removed")
+
+    def _write_failed(self, label: str, message: str) -> None:
+        if self.session is not None and hasattr(self.session, "write_failed"):
+            self.session.write_failed(message, label)
 
     def worker_ended(self, spec, proc) -> None:
         label = spec.label
         writer = self._writers.pop(label, None)
         if writer is not None:
-            writer.close()
+            try:
+                writer.close()
+            except OSError as exc:
+                self._scalars_lost(label, writer, exc)
         if self.staging is None:
             return
         source = os.path.join(self.staging, run_name(label))
@@ -157,10 +219,20 @@ class TraceListener(Listener):
         target = self.variant_dir(label)
         moved = []
         if files and target is not None:
-            os.makedirs(target, exist_ok=True)
             for name in files:
-                shutil.move(os.path.join(source, name), os.path.join(target, name))
-                moved.append(os.path.join(target, name))
+                destination = os.path.join(target, name)
+                try:
+                    os.makedirs(target, exist_ok=True)
+                    shutil.move(os.path.join(source, name), destination)
+                except OSError as exc:   # across file systems a move is a copy: it can fill the disk
+                    try:
+                        os.unlink(destination)
+                    except OSError:
+                        pass
+                    self._write_failed(label, f"profiler trace {name} not kept ({exc.strerror or exc}): "
+                                              "no partial file is left")
+                    continue
+                moved.append(destination)
         shutil.rmtree(source, ignore_errors=True)
         for path in moved:   # results.json learns where they went from these events alone
             self._emit("trace_written", label, path=path,
@@ -171,8 +243,11 @@ class TraceListener(Listener):
             self.session.emit(events.make(kind, label, **fields))
 
     def session_done(self, builder) -> None:
-        for writer in self._writers.values():
-            writer.close()
+        for label, writer in list(self._writers.items()):
+            try:
+                writer.close()
+            except OSError as exc:
+                self._scalars_lost(label, writer, exc)
         self._writers.clear()
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)

@@ -21,6 +21,8 @@ TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
 #: the parent's scratch folder (couplescope.protocol.scratch): a worker's files go in it
 SCRATCH_ENV = "COUPLESCOPE_SCRATCH"
+#: how much memory a variant may plan to use (couplescope.worker.memory_check); "none": no limit
+MEMORY_LIMIT_ENV = "COUPLESCOPE_MEMORY_LIMIT"
 #: the parent's process id, for a worker it starts directly (not through a launcher): the
 #: worker checks that this parent is still there once it has asked to die with it
 PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
@@ -29,6 +31,7 @@ PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_WRITE_FAILED = 3    # results could not all be written (a full disk); the statistics were printed
 #: a signal ends a run as the shell reports it: 128 + the signal's number
 EXIT_HANGUP = 129        # SIGHUP: the terminal or ssh session closed
 EXIT_INTERRUPTED = 130   # SIGINT: Ctrl-C
@@ -37,6 +40,7 @@ EXIT_CODES = {
     EXIT_OK: "all checks passed",
     EXIT_FAILED: "a check failed or a variant broke",
     EXIT_USAGE: "bad input",
+    EXIT_WRITE_FAILED: "results not all written (a full disk)",
     EXIT_HANGUP: "hung up (SIGHUP)",
     EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C)",
     EXIT_TERMINATED: "terminated (SIGTERM)",

@@ -73,8 +73,8 @@ EVENTS: dict[str, EventType] = {
         "parent", "one CPU/GPU sample of the worker's process tree",
         {"sample": "see docs/telemetry.md"}, {}),
     "diagnostic": EventType(
-        "parent", "a warning about how the run uses the machine (ranks warn from the worker)",
-        {"level": "warning", "message": "plain words", "setting": "the option to change"},
+        "parent", "a warning about how the run uses the machine (ranks warn from the worker), or an error writing results",
+        {"level": "warning or error", "message": "plain words", "setting": "the option to change"},
         {"check": "which check spoke", "rank": "the rank that spoke (multi-process variants)"}),
     "log": EventType(
         "parent", "a line for the user (also from the worker)",

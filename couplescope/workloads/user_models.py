@@ -11,12 +11,13 @@ has one, else a plain call of `compute` on its own output array before timing.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
 from couplescope.protocol.errors import UsageError
-from couplescope.workloads.base import DEFAULT_RTOL, Call, Workload, fortran_array, numpy_dtype
+from couplescope.workloads.base import DEFAULT_RTOL, Call, Workload, estimate, fortran_array, numpy_dtype
 
 
 def _random_inputs(shapes, dtype, seed):
@@ -45,9 +46,25 @@ class UserFileWorkload(Workload):
         self.shapes = input_shape
         self.dtype = dtype or "float32"
 
+    #: copies of the file a run holds (the model built for the reference, the coupling's)
+    file_copies = 0
+
+    def memory_estimate(self, size, dtype):
+        """From --input-shape (the output is assumed as large as the inputs, and the
+        model's activations four times that); None when the shapes come from the module."""
+        if not self.shapes:
+            return None
+        elements = sum(math.prod(shape) for shape in self.shapes)
+        try:
+            model = self.file_copies * os.path.getsize(self.path)
+        except OSError:
+            model = 0
+        return estimate(elements, elements, dtype, model_bytes=model, working_elements=4 * elements)
+
 
 class TorchScriptFileWorkload(UserFileWorkload):
     kind = "TorchScript file"
+    file_copies = 2
     size_help = "unused: the shape comes from --input-shape"
 
     def build(self, size, dtype, seed):
@@ -82,20 +99,31 @@ class BridgeModuleWorkload(UserFileWorkload):
             check_contract(self._module, self.path)
         return self._module
 
+    def _call(self, function: str, *args):
+        """Call the module's `function`; what it raises is bad input (the user's module), said
+        in one line, not a crash of couplescope."""
+        try:
+            return getattr(self.module(), function)(*args)
+        except UsageError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            raise UsageError(f"{self.path}: {function}() raised {type(exc).__name__}"
+                             + (f": {text[0]}" if text else "")) from None
+
     def build(self, size, dtype, seed):
         """The module itself, initialised once so its reference() can run."""
         from couplescope.workloads.bridge_contract import untimed_phase
 
-        mod = self.module()
-        mod.initialize({"model": self.path, "size": size, "dtype": dtype, "seed": seed,
-                        "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
-                        "phase": untimed_phase, "threads": None})
-        return mod
+        self._call("initialize", {"model": self.path, "size": size, "dtype": dtype, "seed": seed,
+                                  "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
+                                  "phase": untimed_phase, "threads": None})
+        return self.module()
 
     def host_arrays(self, size, dtype, seed):
         mod = self.module()
         if callable(getattr(mod, "make_inputs", None)):
-            arrays = mod.make_inputs(size, seed)
+            arrays = self._call("make_inputs", size, seed)
             return {f"x{i}": fortran_array(np.asarray(a)) for i, a in enumerate(arrays)}
         if not self.shapes:
             raise UsageError(f"{self.path} has no make_inputs(size, seed): give --input-shape")
@@ -111,7 +139,7 @@ class BridgeModuleWorkload(UserFileWorkload):
         names = self.calls(size)[0].inputs
         inputs = tuple(arrays[n] for n in names)
         if callable(getattr(module, "reference", None)):
-            return {"y": np.asarray(module.reference(inputs))}
+            return {"y": np.asarray(self._call("reference", inputs))}
         raise UsageError(f"bridge module {self.path} has no reference(inputs) function; "
                          "couplescope needs one to check the coupled output (see docs/bridge.md)")
 

@@ -20,6 +20,7 @@ from couplescope.frontends.cli.ranks_report import report_lines
 from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.protocol.listener import Listener
 from couplescope.results import ranks, stats
+from couplescope.results.builder import verdict_word
 
 GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
 
@@ -90,6 +91,10 @@ class HeadlessPrinter(Listener):
         self._started = None
         #: streams that failed (stream -> the OSError), written to no more
         self.lost: dict = {}
+        self.session = None
+
+    def attach(self, session) -> None:
+        self.session = session
 
     # -- output helpers ---------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:
@@ -104,12 +109,18 @@ class HeadlessPrinter(Listener):
                 self.progress.clear()
                 stream.write(text + "\n")
                 stream.flush()
+                return
             except BrokenPipeError:
                 raise   # the reader went away (`| head`): the command ends quietly
             except OSError as exc:
                 # a full disk under `> out.txt`, a terminal that hung up: the run goes on
                 # (the exporters keep it) and the stream is left alone from now on
                 self.lost[stream] = exc
+                discard_stream(stream)
+        if self.session is not None:
+            name = "standard output" if stream is self.out else "standard error"
+            self.session.write_failed(f"{name} could not be written ({self.lost[stream].strerror}): "
+                                      "the rest of the run is not printed there")
 
     def status(self, text: str) -> None:
         self.progress.text = text
@@ -194,7 +205,10 @@ class HeadlessPrinter(Listener):
                        f"later runs reuse it from {ev['directory']}", err=True)
 
     def _on_diagnostic(self, ev):
-        self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
+        if ev.get("level") == "error":
+            self.print(self._paint(f"error: {ev['message']}", RED), err=True)
+        else:
+            self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
 
     def _on_log(self, ev):
         # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
@@ -247,11 +261,24 @@ class HeadlessPrinter(Listener):
         self.progress.close()
 
 
+def discard_stream(stream) -> None:
+    """Point a failed stream's descriptor at /dev/null: what it still buffers would
+    otherwise fail again (with a traceback-like complaint) when Python exits."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def comparison_table(rows: list[dict], paint=lambda t, c: t) -> str:
     headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead", "checks"]
     body = [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
-             fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
-             "PASSED" if r["passed"] else "FAILED"] for r in rows]
+             fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]), verdict_word(r["verdict"])]
+            for r in rows]
     text = fmt.table(headers, body, right={1, 2, 3, 4, 5})
-    text = text.replace("PASSED", paint("PASSED", GREEN)).replace("FAILED", paint("FAILED", RED))
+    for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
+        text = text.replace(word, paint(word, color))
     return "comparison (overhead = call minus forward):\n" + text
