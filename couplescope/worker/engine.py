@@ -23,7 +23,7 @@ from time import perf_counter
 
 import numpy as np
 
-from couplescope.backends.base import Coupling, CouplingContext, essential_line, first_line
+from couplescope.backends.base import Coupling, CouplingContext, error_text, essential_line, first_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol import scratch
 from couplescope.protocol.contract import EXIT_OK
@@ -183,7 +183,7 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a failing model is a FAILED check, not a crash
-            error = f"{type(exc).__name__}: {first_line(exc)}"
+            error = error_text(exc)
         seconds = perf_counter() - t0
         if hosted is not None:   # timed by the host itself (native: in C++)
             seconds = hosted
