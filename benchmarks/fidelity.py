@@ -9,7 +9,8 @@ a shared node hits both sides alike:
     same column-major host arrays wrapped the same way, `model(*inputs)` for every call of
     the iteration (cgdrag makes two), with grad disabled around the timer as the python
     host disables it around its loop (no_grad, couplescope's default grad mode).
-Prints both medians and their ratio (target: within 5%).
+Prints both medians and their ratio (target: within 5%). Where the rest goes, step by
+step in one process, is benchmarks/python_host_breakdown.py.
 
     python benchmarks/fidelity.py [--rounds 3] [--cgdrag-size 8192] [--threads 1]
 """

@@ -67,11 +67,13 @@ class ResNet18Workload(Workload):
     dtype = "float32"
     # Logits near zero would turn rounding into a huge relative error: measure against
     # 1e-3 of the largest logit. TorchScript on the column-major input matched the eager
-    # reference bit for bit here (torch 2.13 CPU); rtol 1e-4 leaves room for a backend or
-    # thread count that picks another convolution algorithm. A wrongly ordered input is
-    # off by about 10 (float32 and float16 alike), five orders of magnitude above it.
+    # reference bit for bit here (torch 2.13 CPU). AOTInductor's own convolution and
+    # pooling kernels sum in another order: 1.45e-4 from the eager reference (seed 7), and
+    # 1.07e-4 from a float64 run where eager float32 is 3.8e-5, so it is rounding, not a
+    # wrong result; rtol 5e-4 leaves room for it. A wrongly ordered input is off by about
+    # 10 (float32 and float16 alike), four orders of magnitude above it.
     relative_floor = 1e-3
-    rtol = {"float32": 1e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 5e-2}
+    rtol = {"float32": 5e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 5e-2}
 
     def build(self, size, dtype, seed):
         with torch.random.fork_rng(devices=[]):

@@ -38,8 +38,10 @@ def _modules_after(code: str) -> set[str]:
 def test_help_and_the_parent_pipeline_import_no_torch_or_textual():
     mods = _modules_after("from couplescope.frontends.cli.parser import build_parser; "
                           "build_parser().format_help(); import couplescope.frontends.command, "
-                          "couplescope.core.pipeline, couplescope.core.request, couplescope.frontends.cli.printer")
+                          "couplescope.core.pipeline, couplescope.core.request, couplescope.frontends.cli.printer, "
+                          "couplescope.frontends.cli.saved_runs, couplescope.export.summary_plot")
     assert "torch" not in mods and "textual" not in mods
+    assert "matplotlib" not in mods   # drawn with only when a picture is asked for
     r = subprocess.run([sys.executable, "-m", "couplescope", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--preset" in r.stdout and "exit codes" in r.stdout
 

@@ -310,16 +310,6 @@ def test_options_that_apply_to_nothing_are_refused(command, args, message):
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_the_app_refuses_to_start_without_a_terminal(command):
-    """A batch job or nohup has no terminal: one line pointing at the headless mode, exit 2
-    (it used to wait forever for keys, spinning a core)."""
-    r = command("--tui", "--model", "simplenet")
-    assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [
-        "couplescope: the interactive app needs a terminal (stdin and stdout are not one); in a "
-        "batch job run headless: couplescope --preset NAME or --model NAME (see --list and --help)"]
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("model,size", [("polynomial", 1_000_000_000), ("deep-linear", 100_000_000)])
 def test_a_size_too_big_for_this_machine_is_refused_before_allocating(cli, tmp_path, model, size):
@@ -367,43 +357,3 @@ def test_a_broken_user_module_is_bad_input_like_a_missing_compute(cli, tmp_path,
     assert r.returncode == 2, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert message in line and str(tmp_path / "mine.py") in line
-
-
-DIES_LATER = textwrap.dedent('''
-    import os, signal, time
-    import numpy as np
-    calls = 0
-    def initialize(config):
-        pass
-    def compute(inputs, output):
-        global calls
-        calls += 1
-        if calls == 5:                       # warm-up, three timed calls, then SIGKILL
-            os.kill(os.getpid(), signal.SIGKILL)
-        time.sleep(0.06)                     # longer than the event batching: all reach the parent
-        output[...] = 3.0 * inputs[0]
-    def reference(inputs):
-        return 3.0 * np.asarray(inputs[0])
-''')
-
-
-@pytest.mark.e2e
-def test_one_status_for_a_worker_killed_half_way(tmp_path):
-    """The table, results.json (variant and comparison) and the exit code agree: ERROR."""
-    from batchjob import Job
-
-    (tmp_path / "dies.py").write_text(DIES_LATER)
-    job = Job(["--model", tmp_path / "dies.py", "--backend", "bridge", "--input-shape", "4",
-               "--warmup", "1", "--iterations", "6", "--profile-iterations", "0", "--telemetry-hz", "0",
-               "--export", tmp_path / "runs"], tmp_path, tmp_path / "tmp")
-    assert job.finish() == 1, job.err
-    assert "worker ended with signal 9" in job.err
-    doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
-    v, row = doc["variants"][0], doc["comparison"][0]
-    assert v["stats"]["n"] == 3 and v["status"] == "failed" and v["verdict"] == "error"
-    assert row["verdict"] == "error" and row["passed"] is False
-    table = job.out.split("comparison (overhead = call minus forward):")[1]
-    (line,) = [line for line in table.splitlines() if line.startswith(v["name"])]
-    assert line.split()[-1] == "ERROR" and "PASSED" not in table
-    assert "warm-up: 1 iteration(s)" in job.out
-    job.assert_nothing_left()

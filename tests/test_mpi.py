@@ -21,7 +21,7 @@ import pytest
 
 from couplescope import backends
 from couplescope.results import ranks as mpi_stats
-from couplescope.backends.mpi import BACKEND, explain_launcher_output
+from couplescope.backends.mpi import BACKEND, explain_launcher_output, find_mpiexec, flavour, slurm
 from couplescope.backends.mpi.team import cores_text, format_values, reference_lines
 from couplescope.protocol.spec import RunSpec
 
@@ -287,8 +287,9 @@ def test_list_shows_mpi_unavailable_with_the_reason():
     assert row and "unavailable: mpi4py is not installed" in row[0]
 
 
-def test_missing_srun_is_explained(cli):
-    proc = cli("--model", "simplenet", "--backend", "mpi", "--launcher", "srun", env=NO_VENV_PATH)
+def test_missing_srun_is_explained(cli, tmp_path):
+    # A PATH holding nothing: /usr/bin may well have srun (CI installs Slurm).
+    proc = cli("--model", "simplenet", "--backend", "mpi", "--launcher", "srun", env={"PATH": str(tmp_path)})
     assert proc.returncode == 2
     assert "srun is not on PATH" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -307,8 +308,21 @@ def test_launch_command_for_mpiexec_and_srun(monkeypatch, tmp_path):
     worker = ["python", "-m", "couplescope.worker", "{}"]
     spec = RunSpec(model="simplenet", backend="mpi", ranks=3, launcher="srun",
                    launcher_args="--mpi=pmix --cpus-per-task 4", oversubscribe=True)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)   # outside an allocation: a job named ours
+    assert BACKEND.command(spec, worker) == [str(srun), "--ntasks=3", "--kill-on-bad-exit=1", "--overcommit",
+                                             f"--job-name=couplescope-{os.getpid()}",
+                                             "--mpi=pmix", "--cpus-per-task", "4", *worker]
+    monkeypatch.setenv("SLURM_JOB_ID", "7")              # inside one: a step of the user's job
     assert BACKEND.command(spec, worker) == [str(srun), "--ntasks=3", "--kill-on-bad-exit=1", "--overcommit",
                                              "--mpi=pmix", "--cpus-per-task", "4", *worker]
+    # no --mpi= of the user's: the plugin the MPI needs, when this Slurm offers it
+    srun.write_text("#!/bin/sh\necho 'MPI plugin types are...'\necho '\tnone'\necho '\tpmi2'\necho '\tpmix'\n")
+    slurm.mpi_plugins.cache_clear()
+    spec = RunSpec(model="simplenet", backend="mpi", launcher="srun")
+    cmd = BACKEND.command(spec, worker)
+    wanted = slurm.plugin_for(flavour(find_mpiexec()) if find_mpiexec() else "unknown", ("pmix", "pmi2"))
+    assert (f"--mpi={wanted}" in cmd) if wanted else not any(a.startswith("--mpi") for a in cmd), cmd
+    slurm.mpi_plugins.cache_clear()
     if backends.unavailable("mpi") is None:
         spec = RunSpec(model="simplenet", backend="mpi", launcher_args="--bind-to 'none'")
         cmd = BACKEND.command(spec, worker)
@@ -322,7 +336,28 @@ def test_root_environment_only_for_root_and_mpiexec():
         assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
     elif os.geteuid() != 0:
         assert env == {}
-    assert BACKEND.env(RunSpec(model="simplenet", backend="mpi", launcher="srun")) == {}
+    srun_env = BACKEND.env(RunSpec(model="simplenet", backend="mpi", launcher="srun"))
+    assert srun_env == ({} if "PMIX_MCA_psec" in os.environ else {"PMIX_MCA_psec": "native"})
+
+
+def test_slurm_plugin_choice_and_user_choice():
+    assert slurm.plugin_for("openmpi", ("none", "pmi2", "pmix")) == "pmix"
+    assert slurm.plugin_for("mpich", ("none", "pmi2", "pmix")) == "pmi2"
+    assert slurm.plugin_for("openmpi", ("none", "pmi2")) is None      # not offered: leave it to the site
+    assert slurm.plugin_for("unknown", ("pmix",)) is None
+    assert slurm.user_chose_mpi("--mpi=pmi2") and slurm.user_chose_mpi("-N 1 --mpi pmix")
+    assert not slurm.user_chose_mpi("--cpus-per-task 4") and not slurm.user_chose_mpi("--mpix=1")
+
+
+def test_srun_lines_understood():
+    assert slurm.queued_job("srun: job 42 queued and waiting for resources") == "42"
+    assert slurm.queued_job("srun: job 42 has been allocated resources") is None
+    bogus = "/usr/bin/srun: unrecognized option '--bogus'\nTry \"srun --help\" for more information"
+    assert slurm.error_line(bogus) == "srun: unrecognized option '--bogus'"
+    text = ("srun: job 9 queued and waiting for resources\nsrun: error: Unable to allocate resources: "
+            "Requested node configuration is not available")
+    assert slurm.error_line(text) == "srun: Unable to allocate resources: Requested node configuration is not available"
+    assert slurm.error_line("srun: job 9 queued and waiting for resources") is None
 
 
 def test_launcher_messages_name_the_rank():

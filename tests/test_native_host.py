@@ -146,3 +146,28 @@ def test_the_key_changes_with_torch_compiler_python_and_source():
     assert native.key_for("2.13.0", "/usr/bin/g++", "g++ 12.2", "cpython-312", b"source") != base
     assert native.key_for("2.13.0", "/usr/bin/g++", "g++ 12.2", "cpython-311", b"source 2") != base
     assert base.startswith("torch-2.13.0-g++-cpython-311-")
+
+
+def test_a_single_wrong_call_in_a_batch_is_caught(cli, tmp_path):
+    """Outputs byte-identical to a judged one share its check (batch.py); one call that
+    writes something else, deep inside a batch, must still fail, and only that one."""
+    (tmp_path / "flaky.py").write_text(
+        "import numpy as np\n"
+        "calls = 0\n"
+        "def initialize(config):\n    pass\n"
+        "def compute(inputs, output):\n"
+        "    global calls\n"
+        "    calls += 1\n"
+        "    output[...] = 2 * inputs[0]\n"
+        "    if calls == 1 + 700:   # the 700th timed call (after 1 warm-up)\n"
+        "        output[0, 0] += 1.0\n"
+        "def reference(inputs):\n    return 2 * inputs[0]\n")
+    r = cli("--model", tmp_path / "flaky.py", "--backend", "bridge", "--input-shape", "3,2",
+            "--iterations", "1500", "--warmup", "1", "--profile-iterations", "0", "--telemetry-hz", "0",
+            "--quiet", "--export", tmp_path / "runs")
+    assert r.returncode == 1, r.stderr
+    [v] = results(tmp_path / "runs")["variants"]
+    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    assert len(timed) == 1500
+    assert [it["index"] for it in timed if not it["passed"]] == [700]
+    assert "FAILED :: [check iteration 700 " in r.stdout

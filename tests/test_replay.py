@@ -16,7 +16,7 @@ from couplescope.frontends.cli.printer import HeadlessPrinter
 from couplescope.protocol import events
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-NAMES = ("two-backends", "layout-c", "mpi", "telemetry", "dies")
+NAMES = ("two-backends", "layout-c", "mpi", "telemetry", "dies", "compiled")
 
 
 def recorded(name: str) -> list[dict]:
@@ -54,6 +54,35 @@ def test_the_printer_shows_the_reference_lines_statistics_and_the_comparison():
     table = out.split("comparison (overhead = call minus forward):")[1]
     assert "simplenet-torchscript" in table and "simplenet-bridge-eager" in table and "1.00x" in table
     assert "telemetry: worker CPU" in out
+
+
+def test_compile_times_are_printed_apart_from_the_load_and_compared():
+    """aoti compiled by the native variant and found in the cache by the python one, the
+    bridge's torch.compile: a line each under the heading, never in the load time, and a
+    compile column in the comparison."""
+    outcome, out, _ = replay_run("compiled")
+    assert outcome.exit_code == 0
+    after_heading = out.split("== simplenet-aoti-2 (3/6)")[1].splitlines()
+    compiled, loaded = after_heading[1:3]
+    assert compiled.startswith("compiled with AOTInductor in ") and "(torch.export " in compiled
+    assert "; cached for later runs: " in compiled and compiled.endswith("/model.pt2")
+    assert loaded.startswith("model loaded in ") and " ms " in loaded
+    assert out.count("AOTInductor package from the cache, compile 0 s: ") == 1
+    assert out.count("compiled with torch.compile in ") == 2
+    table = out.split("comparison (overhead = call minus forward):")[1].splitlines()
+    assert table[1].split() == ["variant", "median", "IQR", "vs", "fastest", "forward", "overhead",
+                                "compile", "checks"]
+    cells = {line.split()[0]: line.split()[-2] for line in table[3:] if line.strip()}
+    assert cells["simplenet-torchscript-2"] == "-" and cells["simplenet-aoti-2-python-host"] == "cached"
+    doc = outcome.builder.document()
+    by_name = {v["name"]: v for v in doc["variants"]}
+    aoti = by_name["simplenet-aoti-2"]
+    assert aoti["compile"]["status"] == "compiled" and aoti["compile"]["seconds"] > aoti["load_seconds"]
+    assert by_name["simplenet-aoti-2-python-host"]["compile"]["seconds"] == 0.0
+    assert "compile" not in by_name["simplenet-torchscript-2"]
+    rows = {r["name"]: r for r in doc["comparison"]}
+    assert rows["simplenet-bridge-compiled-2"]["compile_status"] == "compiled"
+    assert rows["simplenet-torchscript-2"]["compile_seconds"] is None
 
 
 def test_quiet_prints_only_failed_iterations():

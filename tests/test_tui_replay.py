@@ -75,16 +75,36 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
         assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
         assert "1.00x" in [r[3] for r in rows]
-        assert all(r[6] == "PASSED" and r[5] == "12" for r in rows)
+        assert all(r[7] == "PASSED" and r[6] == "12" and r[5] == "-" for r in rows)   # nothing compiled
         await pilot.press("space")                   # leave the first variant out
         await pilot.pause()
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][7] == "1"
+        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][8] == "1"
         await pilot.press("space")                   # and put it back
         await pilot.pause()
         assert len(app.screen.builder.variants) == 2
         await pilot.press("escape")
         assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_compile_times_are_noted_and_compared():
+    """aoti's package compiled by one variant and found in the cache by the next, and the
+    bridge's torch.compile: a note each, and a compile column in the compare view."""
+    app = replay_app("compiled")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        assert app.runs[1].checks() == "PASSED"
+        assert any(n.startswith("simplenet-aoti-2: compiled with AOTInductor in ") for n in app.notes)
+        assert any(n.startswith("simplenet-aoti-2-python-host: AOTInductor package from the cache, compile 0 s")
+                   for n in app.notes)
+        assert sum("compiled with torch.compile in " in n for n in app.notes) == 2
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#compare-table")
+        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[5]) for k in table.rows}
+        assert compiled["#1 simplenet-torchscript-2"] == "-"
+        assert compiled["#1 simplenet-aoti-2-python-host"] == "cached"
+        assert compiled["#1 simplenet-aoti-2"].endswith(" s")
 
 
 async def test_a_failing_layout_shows_failed_rows():
@@ -144,3 +164,34 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
         doc = json.load(f)
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
+    assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000   # as --export leaves it
+
+
+async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes():
+    app = replay_app("sweep")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.plotted == [[f"#1 deep-linear-torchscript-{n}" for n in (8, 16, 32)],
+                                  [f"#1 deep-linear-bridge-eager-{n}" for n in (8, 16, 32)]]
+        await pilot.press("v")
+        await pilot.pause()
+        assert screen.plotted is None                # the box plots
+        await pilot.press("v")
+        await pilot.pause()
+        assert len(screen.plotted) == 2
+
+
+async def test_v_without_a_sweep_says_why():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.screen.plotted is None
+        assert any("no sweep here" in n.message for n in app._notifications)

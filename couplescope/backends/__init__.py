@@ -18,6 +18,8 @@ REGISTRY = {
                     "direct coupling as FTorch does it: TorchScript via libtorch, no-copy host arrays"),
     "bridge": ("couplescope.backends.bridge",
                "embedded Python as forpy does it: a module's compute function called by name"),
+    "aoti": ("couplescope.backends.aoti",
+             "after TorchScript: torch.export + AOTInductor package, no-copy host arrays"),
     "cudagraph": ("couplescope.backends.cudagraph",
                   "CUDA Graph capture of forward, replayed each iteration"),
     "mpi": ("couplescope.backends.mpi",

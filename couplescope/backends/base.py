@@ -6,7 +6,8 @@ serves both sides of a run:
 
   parent (cheap: no torch at import or in these hooks, so --list and validation stay fast)
     unavailable, validate, hosts, label_parts, describe, needs_torchscript, coupling_backend,
-    processes, placement_known, command, env, crash_reason
+    processes, placement_known, command, env, crash_reason, launcher_notice, cleanup,
+    workers_outside_tree
   worker
     team   the processes that measure a variant together (one by default; mpi: ranks)
     open   the Coupling that makes one iteration's calls
@@ -68,6 +69,12 @@ class Coupling:
     #: a Coupling that can make several iterations' calls back to back without Python in
     #: between (the native host) sets this to a callable; see couplescope.backends.native.batch
     call_batch = None
+
+    #: set by a Coupling that compiles the model on its first load() (aoti's export and
+    #: AOTInductor, the bridge's torch.compile) to the model_compiled event's fields:
+    #: {"status": "compiled" or "cached", "seconds": what it timed, "compiler": ...}. The
+    #: engine reports it on its own and takes its seconds out of the load time.
+    compiled: dict | None = None
 
     def close(self) -> None:
         pass
@@ -256,7 +263,10 @@ class Backend:
         model_kind = kind(spec.model)
         if model_kind not in self.model_kinds:
             if model_kind == "bridge-module":
-                raise UsageError(f"{spec.model} is a bridge module: run it with --backend bridge")
+                raise UsageError(f"{spec.model} is a Python module: run it with --backend bridge "
+                                 "(a bridge module) or --backend aoti (a module with make_model)")
+            if model_kind == "exported-program":
+                raise UsageError(f"{spec.model} is an exported program (.pt2): run it with --backend aoti")
             raise UsageError(f"{spec.model} is a {model_kind.replace('-', ' ')}; backend '{self.name}' "
                              f"runs {', '.join(k.replace('-', ' ') for k in self.model_kinds)}s")
 
@@ -311,6 +321,22 @@ class Backend:
     def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
         """One line for a launch that died without an event; None: the generic one."""
         return None
+
+    def launcher_notice(self, spec, line: str) -> tuple[str, float | None] | None:
+        """A line the launch printed (stderr, as it comes) that the user must hear about
+        now: (message, seconds to wait before giving up on the launch, or None). srun: a
+        step that waits for resources. None: nothing to say."""
+        return None
+
+    def cleanup(self, spec) -> None:
+        """Release what the launch may leave behind once it has ended, on every path
+        (srun: a pending or running job of ours)."""
+
+    def workers_outside_tree(self, spec) -> bool:
+        """Whether the worker processes may not descend from the launched process (srun's
+        tasks are children of Slurm's step daemon): telemetry then finds them by the
+        parent pid they carry in their environment."""
+        return False
 
     # -- worker side ---------------------------------------------------------------------
     def team(self, spec, write) -> Team:

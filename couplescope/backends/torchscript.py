@@ -43,6 +43,9 @@ class TorchScriptCoupling(Coupling):
     def load(self) -> None:
         self.module = self.torch.jit.load(self.ctx.torchscript_path, map_location=self.ctx.device)
         self.module.eval()
+        self.enter_grad_mode()
+
+    def enter_grad_mode(self) -> None:
         if self._grad is None:   # entered once, left at close(): not a per-call cost
             self._grad = grad_mode_guard(self.torch, self.ctx.spec.grad_mode)
             self._grad.__enter__()
@@ -95,6 +98,8 @@ class NativeTorchScriptCoupling(Coupling):
     """The same calls made by the native host's DirectHost, timed in C++."""
 
     PHASES = ("marshal_in", "h2d", "forward", "d2h", "marshal_out")
+    #: the native host class that makes the calls (the aoti backend's is AotiHost)
+    HOST = "DirectHost"
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -104,11 +109,16 @@ class NativeTorchScriptCoupling(Coupling):
         calls = [self.native.Call([host_array(self.native, ctx.arrays[n], ctx.spec.layout) for n in c.inputs],
                                   host_array(self.native, ctx.outputs[c.output], ctx.spec.layout))
                  for c in ctx.calls]
-        self.host = self.native.DirectHost(ctx.torchscript_path, ctx.device, ctx.spec.grad_mode, calls)
+        host = getattr(self.native, self.HOST)
+        self.host = host(self.model_path(), ctx.device, ctx.spec.grad_mode, calls)
         if not ctx.spec.reload_every_call:
-            from couplescope.backends.native.batch import BatchRunner
+            from couplescope.backends.native.batch import NativeBatchRunner
 
-            self.call_batch = BatchRunner(self.native, self.host, ctx.outputs, self.PHASES)
+            self.call_batch = NativeBatchRunner(self.native, self.host, ctx.outputs, self.PHASES,
+                                                inputs=ctx.arrays)
+
+    def model_path(self) -> str:
+        return self.ctx.torchscript_path
 
     def load(self) -> None:
         self.host.load()

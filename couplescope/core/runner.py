@@ -5,44 +5,37 @@ only the parent, which then ends the worker deliberately: SIGTERM to the whole g
 (the worker reports what it measured and exits 130), SIGKILL if it does not go. Its
 stderr is drained on a thread (a full pipe would stall the worker) and kept, so a
 crash can be explained with its last lines.
-
-A worker must not outlive this process (a parent killed with SIGKILL, or dead of a
-bug, would leave it running at ppid 1, holding gigabytes and a core). On Linux the
-process this starts asks the kernel for SIGTERM when its parent dies
-(prctl PR_SET_PDEATHSIG): a worker does so itself, first thing (couplescope.worker.main,
-told our pid to check we are still there); a launcher (mpiexec, srun) is started
-through a few lines of Python that ask and then exec it, and takes its ranks down.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 
-from couplescope.protocol import events
-from couplescope.protocol import scratch
-from couplescope.protocol.contract import PARENT_PID_ENV, SCRATCH_ENV, worker_argv
+from couplescope.protocol import events, scratch
+from couplescope.protocol.contract import PARENT_PID_ENV, is_worker_argv, worker_argv
 
-#: run before a launcher: die with the parent (PR_SET_PDEATHSIG = 1), unless it is gone
-#: already (the kernel would not tell us then), then become the launcher (argv: parent
-#: pid, signal, command...). -I -S: no site, no user paths, a few milliseconds.
-DIE_WITH_PARENT = (
-    "import ctypes, os, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, int(sys.argv[2]), 0, 0, 0)\n"
-    "os.getppid() == int(sys.argv[1]) or os._exit(128 + int(sys.argv[2]))\n"
-    "os.execvp(sys.argv[3], sys.argv[3:])\n")
+
+#: run before a launcher (mpiexec, srun): ask the kernel for SIGTERM when this process dies
+#: (PR_SET_PDEATHSIG, kept across exec), unless it has died already, then become the
+#: launcher. SIGTERM, not SIGKILL: srun then cancels its job and mpiexec ends its ranks.
+_DIE_WITH_PARENT = ("import ctypes, os, signal, sys\n"
+                    "ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+                    "os.getppid() == int(sys.argv[1]) or os._exit(143)\n"
+                    "os.execvp(sys.argv[2], sys.argv[2:])\n")
 
 
 def dies_with_parent(cmd: list[str]) -> list[str]:
-    """`cmd` wrapped so that it ends when this process does (Linux); unchanged elsewhere."""
+    """`cmd` started so that it ends when this process does (Linux); unchanged elsewhere.
+    A worker asks for it itself (couplescope.worker.main); a launcher cannot."""
     if not sys.platform.startswith("linux"):
         return cmd
-    return [sys.executable, "-I", "-S", "-c", DIE_WITH_PARENT, str(os.getpid()),
-            str(int(signal.SIGTERM)), *cmd]
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *cmd]
 
 
 def same_package_env(env: dict) -> dict:
@@ -103,20 +96,24 @@ class WorkerProcess:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self._stderr_sink = stderr_sink
         cmd = worker_command(spec)
+        if not is_worker_argv(cmd):   # a launcher around the worker
+            cmd = dies_with_parent(cmd)
         full_env = same_package_env(dict(os.environ))
         full_env.update(backend_env(spec))
+        self._scratch = scratch.worker_env()   # its temporary files, removed when it ends
+        full_env.update(self._scratch)
+        full_env[PARENT_PID_ENV] = str(os.getpid())
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
-        full_env[SCRATCH_ENV] = scratch.folder()   # the worker's files go in ours
-        full_env.pop(PARENT_PID_ENV, None)
-        if cmd == worker_argv(sys.executable, spec.to_dict()):
-            full_env[PARENT_PID_ENV] = str(os.getpid())   # the worker asks to die with us
-        else:
-            cmd = dies_with_parent(cmd)                   # a launcher: asked for it, then exec'd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=full_env, text=True,
                                      bufsize=1, start_new_session=True, encoding="utf-8",
                                      errors="replace")
+        #: called with a message the user must hear now (a pending srun step); the session sets it
+        self.on_notice = None
+        self._gave_up: str | None = None   # why the launch was abandoned (the failure's line)
+        self._cleaned = False
+        self._heard = threading.Event()    # the worker has written its first event
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
 
@@ -125,15 +122,38 @@ class WorkerProcess:
         return self.proc.pid
 
     def _read_stderr(self) -> None:
+        from couplescope import backends
+
+        backend = backends.get(self.spec.backend)
         for line in self.proc.stderr:
             self.stderr_tail.append(line.rstrip("\n"))
             if self._stderr_sink is not None:
                 self._stderr_sink(line)
+            if not self._heard.is_set():
+                notice = backend.launcher_notice(self.spec, line)
+                if notice is not None:
+                    self._notice(*notice)
+
+    def _notice(self, message: str, give_up_after: float | None) -> None:
+        """Tell the user now; if the worker still has not spoken after `give_up_after`
+        seconds, end the launch and make `message` the failure's line."""
+        if self.on_notice is not None:
+            self.on_notice(message)
+        if give_up_after is None:
+            return
+
+        def give_up():
+            if not self._heard.wait(give_up_after) and self.proc.poll() is None:
+                self._gave_up = f"{message.split(';')[0]}; gave up after {give_up_after:.0f} s"
+                self.stop()
+        threading.Thread(target=give_up, name="couplescope-launch-wait", daemon=True).start()
 
     def events(self):
         """Yield events as the worker writes them; lines that are not events are kept as stderr."""
         for line in self.proc.stdout:
             event = events.parse(line)
+            if event is not None:
+                self._heard.set()
             if event is None:
                 if line.strip():
                     self.stderr_tail.append(line.rstrip("\n"))
@@ -141,10 +161,23 @@ class WorkerProcess:
             yield event
         self.proc.wait()
         self._drain.join(timeout=2)
+        self._ended()
+
+    def _ended(self) -> None:
+        """Once the launch has ended: its temporary folder goes, and the backend releases
+        what the launcher may have left (srun: a job of ours). Once only."""
+        if self.proc.poll() is None or self._cleaned:
+            return
+        self._cleaned = True
+        shutil.rmtree(self._scratch["TMPDIR"], ignore_errors=True)
+        from couplescope import backends
+
+        backends.get(self.spec.backend).cleanup(self.spec)
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the worker (and anything it started): SIGTERM to its group, then SIGKILL."""
         if self.proc.poll() is not None:
+            self._ended()
             return
         # MPI launchers put each rank in a process group of its own: remember them, so
         # none is orphaned if the launcher has to be killed
@@ -162,6 +195,7 @@ class WorkerProcess:
                 pass
             self.proc.wait()
         _kill_survivors(descendants, timeout)
+        self._ended()
 
     @property
     def returncode(self):
@@ -171,6 +205,8 @@ class WorkerProcess:
         """One line for a worker that died without saying why."""
         from couplescope import backends
 
+        if self._gave_up:
+            return self._gave_up
         reason = backends.get(self.spec.backend).crash_reason(self.spec, list(self.stderr_tail),
                                                               self.proc.returncode)
         if reason:

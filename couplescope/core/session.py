@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 
-from couplescope.core import signals
 from couplescope.core.runner import WorkerProcess
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener  # noqa: F401  (re-exported for listeners)
@@ -32,35 +31,21 @@ class Session:
         self.builder = ResultsBuilder(title)
         self._stop = threading.Event()
         self._current: WorkerProcess | None = None
-        self._lock = threading.RLock()   # re-entrant: a signal handler may take it in the main thread
-        self._preparing = False
-        self._stopper: threading.Thread | None = None
+        self._lock = threading.Lock()
         # emit() is called from the session thread and from listener threads (the telemetry
         # sampler): one event at a time reaches the builder and the listeners. Re-entrant so a
         # listener may emit from inside on_event.
         self._emit_lock = threading.RLock()
         self.interrupted = False
-        #: the signal (SIGINT, SIGTERM, SIGHUP) that stopped the run, if one did
+        #: the signal that ended the run (couplescope.core.ending), when one did
         self.signal: int | None = None
-        #: what a listener could not write (a full disk, a terminal gone), in words
-        self.write_errors: list[str] = []
-        self._variant = ""   # the variant of the latest event
 
     def emit(self, event: dict) -> None:
         """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
         with self._emit_lock:
-            self._variant = event.get("variant") or self._variant
             self.builder.on_event(event)
             for listener in self.listeners:
                 listener.on_event(event)
-
-    def write_failed(self, message: str, variant: str = "") -> None:
-        """A listener could not write (results on a full disk, a terminal that hung up):
-        the run goes on, the exit code becomes EXIT_WRITE_FAILED, and the message reaches
-        every listener as an error diagnostic (printed, and exported if still possible)."""
-        self.write_errors.append(message)
-        self.emit(events.make("diagnostic", variant or self._variant, level="error", check="write_failed",
-                              setting="--export DIR (a disk with space), or free space", message=message))
 
     def stop(self) -> None:
         """End the running worker; what it measured stays. Safe from any thread."""
@@ -70,38 +55,26 @@ class Session:
         if proc is not None:
             proc.stop()
 
-    def stop_for_signal(self, signum: int) -> bool:
-        """A stop signal arrived (couplescope.core.signals; in the main thread's handler, so
-        nothing here blocks): end the worker from a helper thread and let the run finish
-        normally. False while the native host compiles: the handler then raises, which
-        ends the compiler, and the run unwinds as after Ctrl-C."""
-        self.signal = self.signal or signum
-        self.interrupted = True
-        self._stop.set()
-        if self._preparing:
-            return False
-        proc = self._current
-        if proc is not None and self._stopper is None:
-            # not a daemon: an MPI launcher's ranks are reaped before the process exits
-            self._stopper = threading.Thread(target=proc.stop, name="couplescope-stop")
-            self._stopper.start()
-        return True
-
     def run(self) -> ResultsBuilder:
         for listener in self.listeners:
             listener.attach(self)
         try:
-            with signals.stopping(self.stop_for_signal):
-                for spec in self.specs:
-                    if self._stop.is_set():
-                        break
-                    self._run_one(spec)
+            for spec in self.specs:
+                if self._stop.is_set():
+                    break
+                self._run_one(spec)
         except KeyboardInterrupt as exc:
-            self.interrupted = True
-            self.signal = self.signal or signals.signum_of(exc)
+            self._interrupted_by(exc)
         for listener in self.listeners:
             listener.session_done(self.builder)
         return self.builder
+
+    def _interrupted_by(self, exc: BaseException) -> None:
+        from couplescope.core.ending import signum_of
+
+        self.interrupted = True
+        if self.signal is None:
+            self.signal = signum_of(exc)
 
     def _run_one(self, spec) -> None:
         env = dict(self.worker_env)
@@ -109,7 +82,6 @@ class Session:
             env.update(listener.worker_env(spec) or {})
         prepare = getattr(self.start_worker, "prepare", None)
         if prepare is not None:
-            self._preparing = True
             try:
                 prepare(spec, self.emit)
             except Exception as exc:   # a failed native build: this variant cannot run
@@ -118,11 +90,11 @@ class Session:
                 for listener in self.listeners:
                     listener.variant_done(self.builder)
                 return
-            finally:
-                self._preparing = False
-            if self._stop.is_set():   # a signal during the build: start nothing more
-                return
         proc = self.start_worker(spec, env)
+        if hasattr(proc, "on_notice"):   # what the launch says that cannot wait (a pending step)
+            proc.on_notice = lambda message: self.emit(events.make(
+                "diagnostic", spec.label, level="warning", setting="launcher", message=message,
+                check="launch"))
         with self._lock:
             self._current = proc
         if self._stop.is_set():  # stop() came while the worker was starting: it saw no process
@@ -134,8 +106,8 @@ class Session:
             for ev in proc.events():
                 ended = ended or ev["event"] in events.ENDINGS
                 self.emit(ev)
-        except KeyboardInterrupt:
-            self.interrupted = True
+        except KeyboardInterrupt as exc:
+            self._interrupted_by(exc)
             self._stop.set()
             proc.stop()
             for ev in proc.events():  # the worker's last words: it reports being interrupted
@@ -144,9 +116,6 @@ class Session:
         finally:
             with self._lock:
                 self._current = None
-            stopper, self._stopper = self._stopper, None
-            if stopper is not None:
-                stopper.join()
             proc.stop()
             for listener in self.listeners:
                 listener.worker_ended(spec, proc)

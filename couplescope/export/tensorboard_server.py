@@ -17,8 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-
-from couplescope.protocol import scratch
 import time
 import urllib.request
 
@@ -151,7 +149,7 @@ def serve(run_dir: str, port: int | None = None, out=None) -> int:
         port = free_port()
     else:
         check_port(port)
-    log_fd, log_path = tempfile.mkstemp(prefix="tensorboard-", suffix=".log", dir=scratch.folder())
+    log_fd, log_path = tempfile.mkstemp(prefix="couplescope-tensorboard-", suffix=".log")
     os.close(log_fd)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     proc = None

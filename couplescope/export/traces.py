@@ -20,7 +20,6 @@ use tensorboard's own event writer, so the parent does not import torch for them
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import shutil
@@ -32,8 +31,6 @@ from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
 
 TRACES = "traces"
-#: numbers the scalar files this process writes (tensorboard's file name carries one)
-_WRITERS = itertools.count()
 
 
 def run_name(label: str) -> str:
@@ -41,20 +38,25 @@ def run_name(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "variant"
 
 
+#: timed iterations of a variant written as scalars in full; beyond this, every k-th
+MAX_TIMED_SCALARS = 10_000
+
+
 class ScalarWriter:
     """Per-iteration scalars for one variant, in tensorboard's event file format.
 
-    Written here, synchronously, with tensorboard's record format (RecordWriter) rather
-    than its EventFileWriter: that one writes on a thread of its own, and a full disk
-    there ends the thread with a traceback on stderr and the failure nowhere else. Here
-    an OSError reaches the caller (TraceListener), which removes the partial file.
-    A write is a buffered append in the parent, flushed every FLUSH_SECONDS so a live
-    TensorBoard sees the run grow.
-    """
+    A long run's timed iterations are thinned to about MAX_TIMED_SCALARS points (every
+    k-th, at its own step; failed checks always written): tensorboard's writer checksums
+    every record in pure Python (about 50 us per iteration, seconds of the parent's CPU
+    for a 50 000-call run), and its dashboard shows 1 000 points per series by default.
+    results.json and events.jsonl keep every iteration.
 
-    FLUSH_SECONDS = 5.0
+    Records are written here, in the order they come, rather than by tensorboard's own
+    EventFileWriter: its background thread waited on a 10-deep queue for every record, and a
+    failed write (a full disk) killed that thread with a traceback on stderr, then raised on
+    the next record; written here, a failure is an OSError the listener handles."""
 
-    def __init__(self, logdir: str) -> None:
+    def __init__(self, logdir: str, timed: int = 0) -> None:
         import socket
         import time
 
@@ -62,22 +64,14 @@ class ScalarWriter:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
-        self.path = os.path.join(logdir, "events.out.tfevents.%010d.%s.%s.%s" % (
-            time.time(), socket.gethostname(), os.getpid(), next(_WRITERS)))
-        self._file = open(self.path, "wb")
+        # the name tensorboard's reader looks for (EventFileWriter's pattern)
+        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.0"
+        self._file = open(os.path.join(logdir, name), "wb")
         self._writer = RecordWriter(self._file)
-        self._flushed = time.monotonic()
-        self._clock = time.monotonic
+        self._add(self._event(wall_time=time.time(), file_version="brain.Event:2"))
         self.steps: dict = {}   # per rank (None outside MPI)
         self.samples = 0   # telemetry samples have their own step axis
-        self._add(self._event(wall_time=time.time(), file_version="brain.Event:2"))
-        self._file.flush()
-
-    def _add(self, event) -> None:
-        self._writer.write(event.SerializeToString())
-        if self._clock() - self._flushed >= self.FLUSH_SECONDS:
-            self._file.flush()
-            self._flushed = self._clock()
+        self.every = max(1, -(-timed // MAX_TIMED_SCALARS))
 
     def iteration(self, ev: dict) -> None:
         """One iteration event: steps count every iteration of the variant (of a rank), in order.
@@ -85,6 +79,8 @@ class ScalarWriter:
         Under MPI every rank reports each iteration, so the tags end in /rank<R>."""
         rank = ev.get("rank")
         step = self.steps[rank] = self.steps.get(rank, 0) + 1
+        if self.every > 1 and ev["kind"] == "timed" and ev["passed"] and ev["index"] % self.every:
+            return
         suffix = f"/rank{rank}" if rank is not None else ""
         values = [(f"iteration_seconds/{ev['kind']}", ev["seconds"])]
         values += [(f"phase_seconds/{name}", sec) for name, sec in (ev.get("phases") or {}).items()]
@@ -94,6 +90,9 @@ class ScalarWriter:
         summary = self._summary(value=[self._summary.Value(tag=tag + suffix, simple_value=float(v))
                                        for tag, v in values if isinstance(v, (int, float))])
         self._add(self._event(wall_time=ev.get("t", 0.0), step=step, summary=summary))
+
+    def _add(self, event) -> None:
+        self._writer.write(event.SerializeToString())
 
     def telemetry(self, ev: dict) -> None:
         """A telemetry sample: the series of results.json's timeline, under telemetry/."""
@@ -105,19 +104,15 @@ class ScalarWriter:
                                        for k, v in values.items()])
         self._add(self._event(wall_time=ev.get("t", 0.0), step=self.samples, summary=summary))
 
-    def close(self) -> None:
-        self._file.close()
-
-    def discard(self) -> None:
-        """Remove the file (it could not be finished: no half-written file stays)."""
+    def close(self, quietly: bool = False) -> bool:
+        """Flush and close; with `quietly`, a failure (a full disk) is returned, not raised."""
         try:
             self._file.close()
+            return True
         except OSError:
-            pass
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+            if not quietly:
+                raise
+            return False
 
 
 class TraceListener(Listener):
@@ -128,6 +123,7 @@ class TraceListener(Listener):
         self.session = None
         self.staging = None
         self._writers: dict[str, ScalarWriter] = {}
+        self._timed: dict[str, int] = {}   # variant -> timed iterations asked for
         self._scalars_failed = False
         if exporter is not None:
             # Checked now (bad input before anything runs), created when a worker starts:
@@ -137,7 +133,7 @@ class TraceListener(Listener):
     @staticmethod
     def _make_staging() -> str:
         try:
-            return scratch.make("traces")
+            return scratch.subfolder("traces-")
         except OSError as exc:
             raise UsageError(f"cannot create a staging directory for traces in {tempfile.gettempdir()} "
                              f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
@@ -163,7 +159,9 @@ class TraceListener(Listener):
         return {TRACE_DIR_ENV: os.path.join(self.staging, run_name(spec.label))}
 
     def on_event(self, ev: dict) -> None:
-        if ev["event"] not in ("iteration", "telemetry") or self._scalars_failed:
+        if ev["event"] == "run_started":
+            self._timed[ev.get("variant", "")] = (ev.get("spec") or {}).get("iterations") or 0
+        if ev["event"] not in ("iteration", "iterations", "telemetry") or self._scalars_failed:
             return
         label = ev.get("variant", "")
         writer = self._writers.get(label)
@@ -173,7 +171,7 @@ class TraceListener(Listener):
                 return
             try:
                 os.makedirs(target, exist_ok=True)
-                writer = self._writers[label] = ScalarWriter(target)
+                writer = self._writers[label] = ScalarWriter(target, self._timed.get(label, 0))
             except ImportError as exc:
                 self._scalars_failed = True
                 self._emit("diagnostic", label, level="warning", setting="export",
@@ -181,37 +179,31 @@ class TraceListener(Listener):
                                    "(pip install tensorboard torch-tb-profiler)")
                 return
             except OSError as exc:
-                self._scalars_lost(label, None, exc)
+                self._scalars_lost(label, exc)
                 return
         try:
             if ev["event"] == "telemetry":
                 writer.telemetry(ev)
             else:
-                writer.iteration(ev)
-        except OSError as exc:
-            self._scalars_lost(label, writer, exc)
+                for one in events.expand(ev):
+                    writer.iteration(one)
+        except OSError as exc:   # a full disk: tensorboard's writer thread has failed
+            self._scalars_lost(label, exc)
 
-    def _scalars_lost(self, label: str, writer, exc: OSError) -> None:
-        """A full disk (or a directory gone): no more scalars, and no partial file."""
+    def _scalars_lost(self, label: str, exc: OSError) -> None:
+        """Scalars cannot be written (a full disk): say so once, stop trying; the run goes on."""
         self._scalars_failed = True
-        self._writers.pop(label, None)
-        if writer is not None:
-            writer.discard()
-        self._write_failed(label, f"TensorBoard scalars not written ({exc.strerror or exc}): "
-                                  "the partial file was removed")
-
-    def _write_failed(self, label: str, message: str) -> None:
-        if self.session is not None and hasattr(self.session, "write_failed"):
-            self.session.write_failed(message, label)
+        for writer in self._writers.values():
+            writer.close(quietly=True)
+        self._writers.clear()
+        self._emit("diagnostic", label, level="warning", setting="export",
+                   message=f"TensorBoard scalars not written: {exc.strerror or exc}")
 
     def worker_ended(self, spec, proc) -> None:
         label = spec.label
         writer = self._writers.pop(label, None)
-        if writer is not None:
-            try:
-                writer.close()
-            except OSError as exc:
-                self._scalars_lost(label, writer, exc)
+        if writer is not None and not writer.close(quietly=True):
+            self._scalars_lost(label, OSError("the last scalars could not be written"))
         if self.staging is None:
             return
         source = os.path.join(self.staging, run_name(label))
@@ -219,20 +211,14 @@ class TraceListener(Listener):
         target = self.variant_dir(label)
         moved = []
         if files and target is not None:
-            for name in files:
-                destination = os.path.join(target, name)
-                try:
-                    os.makedirs(target, exist_ok=True)
-                    shutil.move(os.path.join(source, name), destination)
-                except OSError as exc:   # across file systems a move is a copy: it can fill the disk
-                    try:
-                        os.unlink(destination)
-                    except OSError:
-                        pass
-                    self._write_failed(label, f"profiler trace {name} not kept ({exc.strerror or exc}): "
-                                              "no partial file is left")
-                    continue
-                moved.append(destination)
+            try:
+                os.makedirs(target, exist_ok=True)
+                for name in files:
+                    shutil.move(os.path.join(source, name), os.path.join(target, name))
+                    moved.append(os.path.join(target, name))
+            except OSError as exc:
+                self._emit("diagnostic", label, level="warning", setting="export",
+                           message=f"profiler trace not kept: {exc.strerror or exc}")
         shutil.rmtree(source, ignore_errors=True)
         for path in moved:   # results.json learns where they went from these events alone
             self._emit("trace_written", label, path=path,
@@ -243,11 +229,8 @@ class TraceListener(Listener):
             self.session.emit(events.make(kind, label, **fields))
 
     def session_done(self, builder) -> None:
-        for label, writer in list(self._writers.items()):
-            try:
-                writer.close()
-            except OSError as exc:
-                self._scalars_lost(label, writer, exc)
+        for writer in self._writers.values():
+            writer.close(quietly=True)
         self._writers.clear()
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)

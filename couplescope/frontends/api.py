@@ -23,9 +23,7 @@ def run(specs, export: str | None = None, telemetry_hz: float = 0.0, listeners=(
     listeners: extra couplescope.protocol.listener.Listener objects (to watch events live).
     memory_limit: what a variant may plan to use ("16G", "none"; default half the memory
     available): a size whose estimate exceeds it fails as bad input before allocating.
-    Raises UsageError for bad input, before anything runs. SIGINT, SIGTERM and SIGHUP
-    (in the main thread, where their handlers are the defaults) stop the run; the
-    document then has what was measured and exit_code 130, 143 or 129.
+    Raises UsageError for bad input, before anything runs.
     """
     from couplescope.core import pipeline, request
 

@@ -31,6 +31,29 @@ def sci(value) -> str:
     return f"{v:.4E}"
 
 
+def compile_cell(status, compile_seconds) -> str:
+    """A compile in a table cell: its time, "cached" (zero: the package came from the
+    cache), or "-" for a variant that compiles nothing."""
+    if status is None:
+        return "-"
+    return "cached" if status == "cached" else seconds(compile_seconds)
+
+
+def compiled_line(ev: dict) -> str:
+    """A model_compiled event in words, for the headless output and the app."""
+    what = ev.get("compiler", "the compiler")
+    if ev.get("status") == "cached":
+        return f"{what} package from the cache, compile 0 s: {ev.get('package')}"
+    text = f"compiled with {what} in {seconds(ev.get('seconds'))}"
+    if ev.get("export_seconds") is not None:
+        text += f" (torch.export {seconds(ev['export_seconds'])})"
+    if ev.get("package"):
+        text += f"; cached for later runs: {ev['package']}"
+    elif what == "torch.compile":
+        text += " (its first call, made during the load)"
+    return text
+
+
 def ratio(value) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -59,3 +82,12 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
         out.append(line(list(r[:-1]) + [wrapped[0]]))
         out += [line([""] * (len(r) - 1) + [more]) for more in wrapped[1:]]
     return "\n".join(out)
+
+
+def with_headings(table_text: str, headings: dict[int, str]) -> str:
+    """`table`'s text with a heading line above body row i for each i in `headings`
+    (a sweep's sizes), below the header and its rule."""
+    lines = table_text.split("\n")
+    for at in sorted(headings, reverse=True):
+        lines.insert(2 + at, headings[at])
+    return "\n".join(lines)

@@ -16,41 +16,40 @@ WORKER_MODULE = "couplescope.worker"
 TRACE_DIR_ENV = "COUPLESCOPE_TRACE_DIR"
 #: operators (as dispatched, summed over the recorded iterations) a trace may hold
 MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
+#: the pid of the couplescope process that started a worker: a worker whose parent is gone
+#: ends itself (the worker's main), even under a launcher (mpiexec, srun) in between
+PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
+#: how much memory a variant may plan to use (couplescope.worker.memory_check): "16G",
+#: "none" for no limit; unset: half of what is available
+MEMORY_LIMIT_ENV = "COUPLESCOPE_MEMORY_LIMIT"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
-#: the parent's scratch folder (couplescope.protocol.scratch): a worker's files go in it
-SCRATCH_ENV = "COUPLESCOPE_SCRATCH"
-#: how much memory a variant may plan to use (couplescope.worker.memory_check); "none": no limit
-MEMORY_LIMIT_ENV = "COUPLESCOPE_MEMORY_LIMIT"
-#: the parent's process id, for a worker it starts directly (not through a launcher): the
-#: worker checks that this parent is still there once it has asked to die with it
-PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
-
-#: exit codes of the worker and of the `couplescope` command
+#: exit codes of the worker and of the `couplescope` command (docs/usage.md has the table).
+#: A run ended by a signal exits 128 + the signal's number, as a shell reports it, after
+#: keeping and exporting what was measured.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_WRITE_FAILED = 3    # results could not all be written (a full disk); the statistics were printed
-#: a signal ends a run as the shell reports it: 128 + the signal's number
-EXIT_HANGUP = 129        # SIGHUP: the terminal or ssh session closed
-EXIT_INTERRUPTED = 130   # SIGINT: Ctrl-C
-EXIT_TERMINATED = 143    # SIGTERM: a batch system's time limit, scancel, timeout, kill
+EXIT_NOT_SAVED = 3
+EXIT_HANGUP = 129
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 EXIT_CODES = {
     EXIT_OK: "all checks passed",
     EXIT_FAILED: "a check failed or a variant broke",
-    EXIT_USAGE: "bad input",
-    EXIT_WRITE_FAILED: "results not all written (a full disk)",
-    EXIT_HANGUP: "hung up (SIGHUP)",
-    EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C)",
-    EXIT_TERMINATED: "terminated (SIGTERM)",
+    EXIT_USAGE: "bad input (nothing was run, or the variant was refused)",
+    EXIT_NOT_SAVED: "the results could not be written (a full disk, no permission); the "
+                    "statistics were printed",
+    EXIT_HANGUP: "the terminal went away (SIGHUP); what was measured is kept",
+    EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C); what was measured is kept",
+    EXIT_TERMINATED: "terminated (SIGTERM: a batch time limit, scancel, timeout); what was "
+                     "measured is kept",
 }
-#: the signals that stop a run the way Ctrl-C does, in both processes
-STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
-def exit_code_for_signal(signum: int) -> int:
-    """The exit code of a run a signal stopped (the shell's convention, 128 + N)."""
+def exit_for_signal(signum: int) -> int:
+    """The exit code of a run ended by signal `signum` (SIGINT 130, SIGTERM 143, SIGHUP 129)."""
     return 128 + int(signum)
 
 

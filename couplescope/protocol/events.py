@@ -48,6 +48,14 @@ EVENTS: dict[str, EventType] = {
          "inputs": "host input shapes by name", "outputs": "host output shapes by name"},
         {"ranks": "ranks in the job", "per_rank_seconds": "load time per rank",
          "inner_backend": "the coupling each rank runs"}),
+    "model_compiled": EventType(
+        "worker", "the model was compiled before its load (aoti: torch.export + AOTInductor, or "
+                  "its package found in the cache; the bridge's compiled model: torch.compile's "
+                  "first call); comes just before model_loaded",
+        {"status": "compiled or cached", "seconds": "compile time, not in the load time (0 when cached)",
+         "compiler": "AOTInductor or torch.compile"},
+        {"export_seconds": "torch.export's share of seconds (aoti)",
+         "package": "the .pt2 package, in the cache directory (aoti)"}),
     "iteration": EventType(
         "worker", "one call measured and checked",
         {"index": "1-based within its kind", "kind": "warmup, timed or profiled",
@@ -55,6 +63,13 @@ EVENTS: dict[str, EventType] = {
          "max_rel_error": "the check's error (NaN and inf as strings)", "passed": "the check passed",
          "error": "why the call failed (or null)"},
         {"rank": "the rank that made the call (multi-process variants)"}),
+    "iterations": EventType(
+        "worker", "consecutive calls of one kind, measured back to back by the native host and "
+                  "each checked, as columns (one event per batch instead of one per call)",
+        {"kind": "warmup, timed or profiled", "first_index": "index of the first call (1-based)",
+         "seconds": "the whole call, per call", "phases": "phase -> seconds per call (null: absent)",
+         "max_rel_error": "the check's error per call (NaN and inf as strings)",
+         "passed": "the check passed, per call", "error": "why each call failed (or null)"}, {}),
     "variant_finished": EventType(
         "worker", "the variant ran to its end",
         {"summary": "what the worker adds to results.json (profile, trace_summary, ranks)"}, {}),
@@ -73,8 +88,8 @@ EVENTS: dict[str, EventType] = {
         "parent", "one CPU/GPU sample of the worker's process tree",
         {"sample": "see docs/telemetry.md"}, {}),
     "diagnostic": EventType(
-        "parent", "a warning about how the run uses the machine (ranks warn from the worker), or an error writing results",
-        {"level": "warning or error", "message": "plain words", "setting": "the option to change"},
+        "parent", "a warning about how the run uses the machine (ranks warn from the worker)",
+        {"level": "warning", "message": "plain words", "setting": "the option to change"},
         {"check": "which check spoke", "rank": "the rank that spoke (multi-process variants)"}),
     "log": EventType(
         "parent", "a line for the user (also from the worker)",
@@ -119,8 +134,17 @@ def _clean(value):
     return value
 
 
+#: json's C encoder, made once (json.dumps with options builds a new encoder per call)
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
 def dumps(event: dict) -> str:
-    return json.dumps(_clean(event), separators=(",", ":"))
+    """One line of JSON. Nearly every event is plain JSON as it is; the rare one holding a
+    NaN or an infinity (a failed check's error) is cleaned first."""
+    try:
+        return _encode(event)
+    except ValueError:
+        return _encode(_clean(event))
 
 
 _SPECIAL = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
@@ -139,7 +163,39 @@ def parse(line: str) -> dict | None:
         return None
     if obj["event"] == "iteration" and isinstance(obj.get("max_rel_error"), str):
         obj["max_rel_error"] = _SPECIAL.get(obj["max_rel_error"], float("nan"))
+    elif obj["event"] == "iterations" and isinstance(obj.get("max_rel_error"), list):
+        obj["max_rel_error"] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e
+                                for e in obj["max_rel_error"]]
     return obj
+
+
+def iteration_columns(kind: str, first_index: int, records: list[dict]) -> dict:
+    """The fields of an `iterations` event from per-call records (index, seconds, phases,
+    max_rel_error, passed, error), in order."""
+    names = []
+    for r in records:
+        names.extend(n for n in r["phases"] if n not in names)
+    return {"kind": kind, "first_index": first_index,
+            "seconds": [r["seconds"] for r in records],
+            "phases": {n: [r["phases"].get(n) for r in records] for n in names},
+            "max_rel_error": [r["max_rel_error"] for r in records],
+            "passed": [r["passed"] for r in records],
+            "error": [r["error"] for r in records]}
+
+
+def expand(ev: dict) -> list[dict]:
+    """The `iteration` events an `iterations` event stands for (any other event: itself).
+
+    For consumers that handle calls one at a time; they see exactly what a worker that
+    reports every call on its own would have written."""
+    if ev["event"] != "iterations":
+        return [ev]
+    phases = ev["phases"]
+    first, kind, base = ev["first_index"], ev["kind"], {"t": ev["t"], "variant": ev["variant"]}
+    return [{"event": "iteration", **base, "index": first + i, "kind": kind, "seconds": seconds,
+             "phases": {n: v[i] for n, v in phases.items() if v[i] is not None},
+             "max_rel_error": ev["max_rel_error"][i], "passed": ev["passed"][i], "error": ev["error"][i]}
+            for i, seconds in enumerate(ev["seconds"])]
 
 
 def read_jsonl(path: str) -> list[dict]:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from couplescope.protocol.errors import UsageError, choices_text
 
 LAYOUTS = ("fortran", "c")
-BRIDGE_MODELS = ("eager", "torchscript")
+#: what the bridge's built-in module runs: the eager model, the TorchScript file, or the
+#: eager model under torch.compile
+BRIDGE_MODELS = ("eager", "torchscript", "compiled")
 DTYPE_CHOICES = ("float32", "float64", "float16")
 LAUNCHERS = ("mpiexec", "srun")
 #: what makes the calls: compiled code (C++ against libtorch, as a Fortran code through

@@ -13,6 +13,7 @@ import copy
 import math
 import os
 
+from couplescope.protocol import events
 from couplescope.protocol.contract import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from couplescope.results import ranks as mpi_stats
 from couplescope.results import stats
@@ -34,6 +35,7 @@ class VariantResult:
         self.spec: dict = {}
         self.environment: dict = {}
         self.load_seconds = None
+        self.compile: dict | None = None   # aoti's or torch.compile's, from model_compiled
         self.model: dict = {}
         self.iterations: list[dict] = []
         self.status = "running"   # running | finished | failed | interrupted
@@ -101,6 +103,7 @@ class VariantResult:
                 "warnings": self.warnings(),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
+                **({"compile": self.compile} if self.compile is not None else {}),
                 **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **self.summary}
@@ -144,6 +147,12 @@ class ResultsBuilder:
             v = self.variant(name)
             v.load_seconds = ev["seconds"]
             v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs") if k in ev}
+        elif kind == "iterations":
+            for one in events.expand(ev):
+                self.on_event(one)
+        elif kind == "model_compiled":
+            self.variant(name).compile = {k: ev[k] for k in ("status", "seconds", "compiler",
+                                                              "export_seconds", "package") if k in ev}
         elif kind == "iteration":
             it = {k: ev[k] for k in ("index", "kind", "seconds", "phases", "max_rel_error", "passed", "error")}
             it["warmup"] = ev["kind"] == "warmup"
@@ -192,7 +201,9 @@ class ResultsBuilder:
             rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
                          "forward": forward,
                          "overhead": (s["median"] - forward) if forward is not None else None,
-                         "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"]})
+                         "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"],
+                         "compile_status": (v.compile or {}).get("status"),
+                         "compile_seconds": (v.compile or {}).get("seconds")})
         fastest = min((r["median"] for r in rows), default=None)
         for r in rows:
             r["ratio"] = r["median"] / fastest if fastest else None

@@ -2,8 +2,9 @@
 
 Order of work: set threads, report where we run, build the workload's host arrays and
 eager model, compute the expected output, save the TorchScript form when the coupling
-needs it, open the backend's coupling, time the model load, then warm-up, timed and
-profiled iterations. Only the coupling's call sits inside the timed region; the output
+needs it, open the backend's coupling, time the model load (a compile on the first load,
+aoti's or torch.compile's, is reported on its own), then warm-up, timed and profiled
+iterations. Only the coupling's call sits inside the timed region; the output
 reset, the check and the event writing happen between iterations. Profiled iterations
 come after the timed ones and are never mixed into the statistics (the profiler
 perturbs what it measures).
@@ -15,9 +16,11 @@ together; its Coupling makes the calls.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
+import signal
+import tempfile
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -25,7 +28,7 @@ import numpy as np
 
 from couplescope.backends.base import Coupling, CouplingContext, error_text, essential_line, first_line
 from couplescope.backends.clock import PhaseClock
-from couplescope.protocol import scratch
+from couplescope.protocol import events
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
 from couplescope.worker import memory_check
@@ -47,6 +50,8 @@ class Prepared:
     clock: PhaseClock
     coupling: Coupling
     tolerance: float
+    #: the batches' runner, made on first use (couplescope.backends.batch)
+    runner: object = None
 
     def check(self, outputs: dict | None = None) -> tuple[float, bool, str | None]:
         """Max relative error and pass/fail of the outputs the last call wrote (or of an
@@ -56,6 +61,16 @@ class Prepared:
         err = self.workload.check(self.outputs if outputs is None else outputs, self.expected, self.arrays)
         passed = bool(np.isfinite(err) and err <= self.tolerance)
         return err, passed, None
+
+    def batch_runner(self):
+        """The coupling's own batches (a native host's, in C++), else the python host's
+        loop; made once, so what it learnt (batch size, the judged output) carries over."""
+        if self.runner is None:
+            from couplescope.backends.batch import PythonBatchRunner
+
+            self.runner = self.coupling.call_batch or PythonBatchRunner(self.coupling, self.clock,
+                                                                        self.outputs, self.arrays)
+        return self.runner
 
     def poison_outputs(self) -> None:
         """Fill outputs with NaN so a coupling that never writes host memory fails its check."""
@@ -163,14 +178,12 @@ def _on_device(spec, arrays, outputs):
 
 def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False) -> int:
     """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
-    runs after every event, outside the timed region. With `batch` (one process, a coupling
-    that can), the calls run in batches on the host (couplescope.backends.native.batch).
-    Returns how many ran. Nothing is kept per iteration here (the parent keeps the events):
-    a list of records grew the worker by about 1 KB a call, which the leak diagnostic saw
-    as the coupling's memory growing."""
-    runner = prepared.coupling.call_batch if batch else None
-    if runner is not None:
-        return _measure_batched(prepared, runner, emit, kind, count, after)
+    runs after every event, outside the timed region. With `batch` (one process), the calls
+    run in batches with nothing of the engine between them (couplescope.backends.batch).
+    Returns how many ran. Nothing is kept here: the events are the record (a list of every
+    iteration grew the worker by ~30 MiB over 50 000 calls and looked like a leak)."""
+    if batch:
+        return _measure_batched(prepared, prepared.batch_runner(), emit, kind, count, after)
     coupling, clock = prepared.coupling, prepared.clock
     for index in range(1, count + 1):
         prepared.poison_outputs()
@@ -196,25 +209,75 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
     return count
 
 
+#: the signals that end a run; while a batch of several calls runs they only take note,
+#: and act once the batch is reported
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+
+@contextmanager
+def signals_noted():
+    """Yields a list that the ending signals append to instead of acting; on leaving, the
+    first one noted is raised again with the handlers it found. A batch of short calls then
+    loses none of the calls it made (they are checked and reported first), and acts on a
+    signal within one batch (about 0.1 s)."""
+    noted: list[int] = []
+    previous = {}
+    for sig in _ENDING_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
+        except (ValueError, OSError):   # not the main thread: nothing is deferred
+            pass
+    try:
+        yield noted
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
 def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after) -> int:
     """The same iterations, their calls made back to back by the host: each iteration's
-    outputs come back as a snapshot and are checked here, after the batch."""
+    outputs come back as a snapshot and are checked here, after the batch, and the batch
+    is reported as one `iterations` event (columns; a JSON object per call would cost the
+    worker and the parent more than a small model's call). A batch of one call (a slow
+    model) stays interruptible in the middle of its call, as the one-call loop is."""
     index = 0
     while index < count:
-        records, failure = runner.run(runner.size(count - index))
-        for seconds, phases, output_error, outputs in records:
-            index += 1
-            if output_error:
-                err, passed, error = float("inf"), False, output_error
-            else:
-                err, passed, error = prepared.check(outputs)
-            _record(emit, index, kind, seconds, phases, err, passed, error, after)
-        if failure is not None and index < count:   # the call that raised: a FAILED iteration
-            message, seconds = failure
-            index += 1
-            prepared.clock.reset()
-            _record(emit, index, kind, seconds, {}, float("inf"), False, first_line_of(message), after)
+        size = runner.size(count - index)
+        with (signals_noted() if size > 1 else nullcontext([])) as noted:
+            index = _one_batch(prepared, runner, emit, kind, index, count, size, after,
+                               stop=lambda: bool(noted))
     return index
+
+
+def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) -> int:
+    records, failure = runner.run(size, stop)
+    judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
+    batch = []
+    for position, (seconds, phases, output_error, outputs, same) in enumerate(records):
+        if output_error:
+            err, passed, error = float("inf"), False, output_error
+        elif same:   # byte-identical to outputs already judged (backends/batch.py says why)
+            err, passed, error = judged
+        else:
+            err, passed, error = prepared.check(outputs)
+            runner.judge(position, (err, passed, error))
+        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
+                      "phases": phases, "max_rel_error": err, "passed": passed, "error": error})
+    if failure is not None and index + len(batch) < count:   # the call that raised: FAILED
+        message, seconds = failure
+        prepared.clock.reset()
+        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
+                      "phases": {}, "max_rel_error": float("inf"), "passed": False,
+                      "error": first_line_of(message)})
+    if batch:
+        emit("iterations", **events.iteration_columns(kind, index + 1, batch))
+    for record in batch:
+        if after is not None:
+            after(kind, record["index"])
+    return index + len(batch)
 
 
 def first_line_of(text: str) -> str:
@@ -229,9 +292,13 @@ def _record(emit, index, kind, seconds, phases, err, passed, error, after) -> No
 
 
 def _timed_load(prepared: Prepared) -> float:
+    """The load time: a compile the coupling made during its first load (and timed itself,
+    Coupling.compiled) is reported on its own, so it is taken out."""
     t0 = perf_counter()
     prepared.coupling.load()
-    return perf_counter() - t0
+    seconds = perf_counter() - t0
+    compiled = prepared.coupling.compiled
+    return seconds - compiled["seconds"] if compiled else seconds
 
 
 def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict:
@@ -246,9 +313,8 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     return fields
 
 
-def run_variant(spec, backend, team, tmpdir: str | None = None) -> None:
-    """Measure one variant and emit its events. Raises for what ends it early. `tmpdir`:
-    where the worker may write (the saved TorchScript file); a private one if None."""
+def run_variant(spec, backend, team) -> None:
+    """Measure one variant and emit its events. Raises for what ends it early."""
     team.begin()
     from couplescope.worker.environment import environment
 
@@ -258,17 +324,16 @@ def run_variant(spec, backend, team, tmpdir: str | None = None) -> None:
     team.placed(placements)
     here = spec.replace(device=placements[team.rank]["device"])
     after = team.after_iteration
-    with contextlib.nullcontext(tmpdir or scratch.make("model")) as tmpdir:
+    with tempfile.TemporaryDirectory(prefix="couplescope-") as tmpdir:
         prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank))
         team.arrays_ready(prepared.arrays, prepared.outputs)
         loads = team.stage(lambda: _timed_load(prepared), share=True)
+        if prepared.coupling.compiled:
+            team.now("model_compiled", **prepared.coupling.compiled)
         team.now("model_loaded", **loaded_fields(spec, backend, prepared, loads))
         team.loaded()
         batch = team.world == 1   # ranks step together, one call at a time
         team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after, batch))
-        # the warm-up's events leave now, not up to 50 ms later: a model that ends the
-        # process itself (os._exit) in its first timed call still shows its warm-up
-        team.flush()
         team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
         summaries = [{}] * team.world
         if spec.profile_iterations:
@@ -287,10 +352,10 @@ def host_words(spec) -> list[str]:
     return words
 
 
-def run(spec, backend, team, tmpdir: str | None = None) -> int:
+def run(spec, backend, team) -> int:
     """Run the variant; report what ends it early through the team; the exit code."""
     try:
-        run_variant(spec, backend, team, tmpdir)
+        run_variant(spec, backend, team)
         return EXIT_OK
     except BaseException as exc:
         return team.failed(exc)

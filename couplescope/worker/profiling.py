@@ -29,9 +29,9 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from time import perf_counter
 
-from couplescope.protocol import scratch
 from couplescope.protocol.contract import MAX_OPS_ENV, TRACE_DIR_ENV, TRACE_SUFFIXES
 
 DEFAULT_MAX_OPS = 10_000
@@ -166,7 +166,7 @@ def _profile_window(prepared, team, spec, after) -> dict:
                "worker": worker_name(spec, info), "distributed_info": info, "max_ops": max_ops(spec)}
     result = {"profile": profile}
     staging = os.environ.get(TRACE_DIR_ENV)
-    trace_dir = staging or scratch.make("trace")
+    trace_dir = staging or tempfile.mkdtemp(prefix="couplescope-trace-")
     try:
         _run_window(prepared, team.emit, spec, profile, trace_dir, warmup, active, info, after)
         files = trace_files(trace_dir)

@@ -22,20 +22,24 @@ def model_names() -> list[str]:
 
 #: models/ installs as this package (one module per model, found by name)
 MODELS_PACKAGE = "couplescope.models"
-#: what a --model argument names: a catalogue model, a user's TorchScript file, a bridge module
-KINDS = ("catalogue", "torchscript-file", "bridge-module")
+#: what a --model argument names: a catalogue model, a user's TorchScript file, a Python
+#: module (a bridge module, or a module that makes the model for aoti), an exported program
+KINDS = ("catalogue", "torchscript-file", "bridge-module", "exported-program")
 
 
 def is_user_model(model: str) -> bool:
-    """A model argument that names a file (a .pt TorchScript archive or a .py bridge module)."""
-    return model.endswith((".pt", ".pth", ".py")) or os.sep in model or "/" in model
+    """A model argument that names a file (a .pt TorchScript archive, a .py module, a .pt2
+    exported program)."""
+    return model.endswith((".pt", ".pth", ".py", ".pt2")) or os.sep in model or "/" in model
 
 
 def kind(model: str) -> str:
     """One of KINDS, from the name alone (no file is opened)."""
     if not is_user_model(model):
         return "catalogue"
-    return "bridge-module" if model.endswith(".py") else "torchscript-file"
+    if model.endswith(".py"):
+        return "bridge-module"
+    return "exported-program" if model.endswith(".pt2") else "torchscript-file"
 
 
 def check_model_name(model: str) -> None:
@@ -50,6 +54,8 @@ def check_model_name(model: str) -> None:
             return
         import zipfile
 
+        if model.endswith(".pt2") and not zipfile.is_zipfile(model):
+            raise UsageError(f"{model} is not a .pt2 archive (save one with torch.export.save)")
         if not zipfile.is_zipfile(model):
             raise UsageError(f"{model} is not a TorchScript archive (save one with "
                              "torch.jit.save); give a .pt file or a bridge module .py")

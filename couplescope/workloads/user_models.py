@@ -5,8 +5,13 @@ uniform random inputs of the given shapes; its reference is the same model calle
 through plain PyTorch (torch.jit.load, then a call from Python) before timing.
 
 A bridge module (`--model mine.py`) follows the bridge contract (docs/bridge.md): it runs
-under the bridge backend only; its reference is its `reference(inputs)` function when it
-has one, else a plain call of `compute` on its own output array before timing.
+under the bridge backend; its reference is its `reference(inputs)` function.
+
+A model module (`--model mine.py --backend aoti`) defines `make_model(size, dtype, seed)`,
+which returns the nn.Module to export, and its inputs come from `make_inputs(size, seed)`
+or --input-shape (docs/aoti.md); its reference is that module called once in plain
+PyTorch. An exported program (`--model mine.pt2`, saved with torch.export.save) brings its
+own input shapes and dtype; its reference is the program's module called the same way.
 """
 
 from __future__ import annotations
@@ -91,13 +96,20 @@ class BridgeModuleWorkload(UserFileWorkload):
     size_help = "passed to the module's make_inputs(size, seed), if it has one"
     _module = None
 
-    def module(self):
+    def imported(self):
+        """The module, imported once by path (as forpy imports it)."""
         if self._module is None:
-            from couplescope.workloads.bridge_contract import check_contract, import_by_path
+            from couplescope.workloads.bridge_contract import import_by_path
 
             self._module = import_by_path(self.path, f"couplescope_user_{os.getpid()}")
-            check_contract(self._module, self.path)
         return self._module
+
+    def module(self):
+        from couplescope.workloads.bridge_contract import check_contract
+
+        mod = self.imported()
+        check_contract(mod, self.path)
+        return mod
 
     def _call(self, function: str, *args):
         """Call the module's `function`; what it raises is bad input (the user's module), said
@@ -144,7 +156,88 @@ class BridgeModuleWorkload(UserFileWorkload):
                          "couplescope needs one to check the coupled output (see docs/bridge.md)")
 
 
+class ModelModuleWorkload(BridgeModuleWorkload):
+    """A .py module that makes the model: make_model(size, dtype, seed) -> nn.Module."""
+
+    kind = "model module"
+
+    def module(self):
+        return self.imported()
+
+    def build(self, size, dtype, seed):
+        model = self._call("make_model", size, dtype, seed)
+        return model.eval() if hasattr(model, "eval") else model
+
+    def expected(self, module, arrays, size):
+        return Workload.expected(self, module, arrays, size)
+
+
+class ExportedProgramWorkload(UserFileWorkload):
+    """A .pt2 exported program (torch.export.save): its inputs' shapes and dtype are its own."""
+
+    kind = "exported program"
+    size_help = "unused: the shapes are the exported program's"
+    _program = None
+
+    def __init__(self, path, input_shape, dtype) -> None:
+        super().__init__(path, input_shape, None)
+        program = self.program()
+        shapes, dtypes = program_inputs(program, self.path)
+        if input_shape is not None and tuple(map(tuple, input_shape)) != shapes:
+            raise UsageError(f"{path} was exported for input shape(s) {';'.join(','.join(map(str, s)) for s in shapes)}; "
+                             "leave out --input-shape (an exported program takes the shapes it was exported with)")
+        if dtype is not None and dtype != dtypes[0]:
+            raise UsageError(f"{path} was exported for {dtypes[0]}; leave out --dtype or export it again")
+        self.shapes, self.dtype = shapes, dtypes[0]
+
+    def program(self):
+        if self._program is None:
+            import torch
+
+            try:
+                self._program = torch.export.load(self.path)
+            except Exception:
+                raise UsageError(f"{self.path} is not an exported program: save one with "
+                                 "torch.export.save(torch.export.export(model, example_inputs), path) "
+                                 "(an AOTInductor package cannot be checked: couplescope compiles "
+                                 "the program itself, for the host's layout)") from None
+        return self._program
+
+    def build(self, size, dtype, seed):
+        return self.program().module()
+
+    def host_arrays(self, size, dtype, seed):
+        return _random_inputs(self.shapes, dtype, seed)
+
+    def calls(self, size):
+        return [Call(tuple(f"x{i}" for i in range(len(self.shapes))), "y")]
+
+
+def program_inputs(program, path: str):
+    """The shapes and dtypes of an exported program's user inputs (all tensors, one dtype)."""
+    names = program.graph_signature.user_inputs
+    values = {n.name: n.meta.get("val") for n in program.graph.nodes if n.op == "placeholder"}
+    shapes, dtypes = [], []
+    for name in names:
+        value = values.get(name)
+        if value is None or not hasattr(value, "shape"):
+            raise UsageError(f"{path}: input {name} is not a tensor; couplescope passes host arrays only")
+        shapes.append(tuple(int(d) for d in value.shape))
+        dtypes.append(str(value.dtype).replace("torch.", ""))
+    if not names or len(set(dtypes)) != 1 or dtypes[0] not in ("float32", "float64", "float16"):
+        raise UsageError(f"{path}: couplescope runs programs whose inputs are tensors of one float "
+                         f"dtype (float32, float64, float16); this one takes {', '.join(dtypes) or 'none'}")
+    return tuple(shapes), dtypes
+
+
 def for_path(path: str, input_shape=None, dtype=None) -> Workload:
     if path.endswith(".py"):
-        return BridgeModuleWorkload(path, input_shape, dtype)
+        workload = BridgeModuleWorkload(path, input_shape, dtype)
+        if callable(getattr(workload.imported(), "make_model", None)):
+            model = ModelModuleWorkload(path, input_shape, dtype)
+            model._module = workload.imported()
+            return model
+        return workload
+    if path.endswith(".pt2"):
+        return ExportedProgramWorkload(path, input_shape, dtype)
     return TorchScriptFileWorkload(path, input_shape, dtype)

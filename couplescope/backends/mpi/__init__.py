@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 from couplescope.backends.base import Backend
+from couplescope.backends.mpi import slurm
 from couplescope.protocol.errors import UsageError, choices_text
 from couplescope.protocol.spec import LAUNCHERS
 
@@ -157,6 +158,15 @@ class MpiBackend(Backend):
             cmd = [launcher, f"--ntasks={spec.ranks}", "--kill-on-bad-exit=1"]
             if spec.oversubscribe:
                 cmd.append("--overcommit")
+            if not slurm.user_chose_mpi(spec.launcher_args or ""):
+                mpiexec = find_mpiexec()
+                plugin = slurm.plugin_for(flavour(mpiexec) if mpiexec else "unknown",
+                                          slurm.mpi_plugins(launcher))
+                if plugin:
+                    cmd.append(f"--mpi={plugin}")
+            if not slurm.in_allocation() and "--job-name" not in (spec.launcher_args or "") \
+                    and not re.search(r"(^|\s)-J", spec.launcher_args or ""):
+                cmd.append(f"--job-name={slurm.job_name()}")
             return cmd + extra + worker_cmd
         cmd = [launcher, "-n", str(spec.ranks)]
         if spec.oversubscribe and flavour(launcher) != "mpich":  # Hydra oversubscribes anyway
@@ -164,7 +174,11 @@ class MpiBackend(Backend):
         return cmd + extra + worker_cmd
 
     def env(self, spec) -> dict:
-        """Open MPI refuses to run as root unless told twice; do it for the user, and say so."""
+        """Open MPI refuses to run as root unless told twice; do it for the user, and say so.
+        Under srun, the wheel's PMIx has no munge security module: without psec=native
+        every rank prints two error boxes."""
+        if spec.launcher == "srun":
+            return {} if "PMIX_MCA_psec" in os.environ else {"PMIX_MCA_psec": "native"}
         if spec.launcher != "mpiexec" or not hasattr(os, "geteuid") or os.geteuid() != 0:
             return {}
         added = {k: v for k, v in ROOT_ENV.items() if k not in os.environ}
@@ -173,8 +187,34 @@ class MpiBackend(Backend):
         return added
 
     def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
-        """One line naming the rank, from what mpiexec/srun print when a rank dies."""
-        return explain_launcher_output(spec, "\n".join(stderr_lines), returncode)
+        """One line naming the rank, from what mpiexec/srun print when a rank dies; srun's
+        own error line when srun itself refused."""
+        text = "\n".join(stderr_lines)
+        reason = explain_launcher_output(spec, text, returncode)
+        if reason is None and spec.launcher == "srun":
+            reason = slurm.error_line(text)
+        return reason
+
+    def launcher_notice(self, spec, line: str):
+        """srun's step waits for resources: say why at once (Slurm's reason, a hint), and
+        give up after slurm.pending_seconds()."""
+        if spec.launcher != "srun":
+            return None
+        job = slurm.queued_job(line)
+        if job is None:
+            return None
+        reason = slurm.pending_reason(job)
+        limit = slurm.pending_seconds()
+        return (f"srun: job {job} is pending{f' ({reason})' if reason else ''}: Slurm cannot start "
+                f"{spec.ranks} tasks now; pass --oversubscribe or fewer --ranks, or free the nodes "
+                f"(squeue); giving up after {limit:.0f} s", limit)
+
+    def cleanup(self, spec) -> None:
+        if spec.launcher == "srun":
+            slurm.cancel_ours()
+
+    def workers_outside_tree(self, spec) -> bool:
+        return spec.launcher == "srun"
 
     def open(self, ctx):
         return self._inner(ctx.spec).open(ctx)

@@ -113,8 +113,15 @@ class RankTeam(Team):
         self.MPI, self.comm = MPI, MPI.COMM_WORLD
         self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
         if self.world < 2:
-            raise RankFailure([(0, ("usage", "the mpi backend needs at least 2 ranks and this job has 1 "
-                                             "(start it through couplescope, which runs mpiexec or srun)", ""))], 1)
+            tasks = os.environ.get("SLURM_NTASKS", "")
+            if tasks.isdigit() and int(tasks) > 1:   # srun started N tasks; MPI saw N worlds of 1
+                message = (f"Slurm started {tasks} tasks but MPI sees a world of 1 in each: srun's PMI "
+                           "does not match this MPI; pass --launcher-args=--mpi=pmix (Open MPI 5) or "
+                           "--mpi=pmi2 (MPICH, Intel MPI), from what `srun --mpi=list` offers")
+            else:
+                message = ("the mpi backend needs at least 2 ranks and this job has 1 "
+                           "(start it through couplescope, which runs mpiexec or srun)")
+            raise RankFailure([(0, ("usage", message, ""))], 1)
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
         set_threads(self.spec)  # before run_started, so its environment says what the rank runs

@@ -4,7 +4,7 @@ A simulation code calls its model from compiled code; this host does the same (h
 says exactly what is inside each timed call), so what couplescope reports is what the
 compiled code pays rather than what a Python loop pays.
 
-It is built once per (torch version, compiler, Python, source) into a cache directory
+It is built once per (torch version, compiler, Python, sources) into a cache directory
 the user can see and override (COUPLESCOPE_CACHE, else $XDG_CACHE_HOME/couplescope, else
 ~/.cache/couplescope), by the parent before a worker starts (couplescope.core.runner),
 in a subprocess (`python -m couplescope.backends.native.build DIR`) so the parent never
@@ -25,7 +25,11 @@ import sys
 import sysconfig
 from functools import lru_cache
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host.cpp")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+#: the C++ files compiled into the one extension module (host.cpp defines the module)
+SOURCES = tuple(os.path.join(_HERE, name) for name in ("host.cpp", "aoti_host.cpp"))
+#: what the sources include from here: part of the cache key too
+HEADERS = (os.path.join(_HERE, "host_common.h"),)
 MODULE_PREFIX = "couplescope_native"
 #: the file in a build directory that says the build finished (its content: the module path)
 DONE = "built"
@@ -96,12 +100,20 @@ def unavailable() -> str | None:
 
 
 def build_key() -> str:
-    """The cache key: torch version, compiler, Python and the source, readable first."""
+    """The cache key: torch version, compiler, Python and every source, readable first."""
     cxx_path, cxx_version = _compiler_identity(compiler())
-    with open(SOURCE, "rb") as f:
-        source = f.read()
     return key_for(torch_version() or "none", cxx_path or compiler(), cxx_version,
-                   sys.implementation.cache_tag, source)
+                   sys.implementation.cache_tag, sources_digest())
+
+
+def sources_digest() -> bytes:
+    """Every compiled source and header, each with its name: a change to any of them (or a
+    file added to the build) makes a new key."""
+    digest = hashlib.sha256()
+    for path in (*SOURCES, *HEADERS):
+        with open(path, "rb") as f:
+            digest.update(os.path.basename(path).encode() + b"\0" + f.read() + b"\0")
+    return digest.digest()
 
 
 def key_for(torch: str, cxx_path: str, cxx_version: str, python: str, source: bytes) -> str:

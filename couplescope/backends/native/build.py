@@ -17,11 +17,11 @@ def main(argv: list[str]) -> int:
     directory, name = argv
     from torch.utils.cpp_extension import load
 
-    from couplescope.backends.native import DONE, SOURCE
+    from couplescope.backends.native import DONE, SOURCES
 
     work = os.path.join(directory, "work")
     os.makedirs(work, exist_ok=True)
-    module = load(name=name, sources=[SOURCE], build_directory=work,
+    module = load(name=name, sources=list(SOURCES), build_directory=work,
                   extra_cflags=["-O2", "-DNDEBUG"], verbose=True, with_cuda=False)
     path = module.__file__
     tmp = os.path.join(directory, f".{DONE}.tmp")

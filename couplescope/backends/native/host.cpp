@@ -20,89 +20,26 @@
 // Each call() returns the phase durations in seconds: (whole, marshal_in, h2d, forward,
 // d2h, marshal_out) for DirectHost; (whole, marshal_in, marshal_out) for EmbeddedHost,
 // whose module times its own phases with couplescope's phase clock.
+//
+// What every host shares (host arrays, phase ranges, the batch loop) is in host_common.h;
+// the AOTInductor host is in aoti_host.cpp, added to this module by register_aoti().
 
-#include <ATen/record_function.h>
-#include <torch/script.h>
 #include <torch/cuda.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
-#include <chrono>
-#include <cstdint>
-#include <cstring>
-#include <optional>
-#include <string>
-#include <vector>
+#include "host_common.h"
 
-namespace py = pybind11;
-using Clock = std::chrono::steady_clock;
+using namespace couplescope_native;
 
 namespace {
 
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// A torch.profiler range named couplescope/<phase>, opened only in profiled iterations
-// (the phase clock's record_function in Python does the same): timed iterations make no
-// profiler call at all.
-class PhaseRange {
- public:
-  PhaseRange(bool on, const char* name) {
-    if (!on) return;
-    guard_.emplace(at::RecordScope::USER_SCOPE);
-    if (guard_->isActive()) guard_->before(name);
-  }
-  void end() { guard_.reset(); }
-
- private:
-  std::optional<at::RecordFunction> guard_;
-};
-
-// One host array as the host code knows it: address, shape and element strides.
-struct HostArray {
-  HostArray(std::intptr_t address, std::vector<int64_t> shape, std::vector<int64_t> strides,
-            std::string dtype);
-  std::intptr_t address;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-  std::string dtype;
-  torch::TensorOptions options;  // decided once, as a host code declares its arrays once
-};
-
-// One forward call per iteration step (cgdrag makes two).
-struct Call {
-  std::vector<HostArray> inputs;
-  HostArray output;
-};
-
-at::ScalarType scalar_type(const std::string& dtype) {
-  if (dtype == "float32") return at::kFloat;
-  if (dtype == "float64") return at::kDouble;
-  if (dtype == "float16") return at::kHalf;
-  if (dtype == "int32") return at::kInt;
-  if (dtype == "int64") return at::kLong;
-  throw std::invalid_argument("native host: unsupported dtype " + dtype);
-}
-
-HostArray::HostArray(std::intptr_t address_, std::vector<int64_t> shape_,
-                     std::vector<int64_t> strides_, std::string dtype_)
-    : address(address_), shape(std::move(shape_)), strides(std::move(strides_)),
-      dtype(std::move(dtype_)), options(torch::TensorOptions().dtype(scalar_type(dtype))) {}
-
-torch::Tensor wrap(const HostArray& a) {
-  return torch::from_blob(reinterpret_cast<void*>(a.address), a.shape, a.strides, a.options);
-}
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-// The message of a libtorch error without its C++ backtrace.
-[[noreturn]] void rethrow_without_backtrace(const c10::Error& e) {
-  throw std::runtime_error(e.what_without_backtrace());
+// FTorch's torch_from_blob (ctorch.cpp), which torch_tensor_from_array calls: a tensor
+// handle allocated on the heap, made under AutoGradMode(false) from the host memory with
+// the layout's strides, then `.to(device)` (a no-op on the CPU, a copy onto a GPU).
+torch::Tensor* ftorch_from_blob(const HostArray& a, const torch::Device& device) {
+  torch::AutoGradMode enable_grad(false);
+  auto tensor = new torch::Tensor;
+  *tensor = wrap(a).to(device);
+  return tensor;
 }
 
 class DirectHost {
@@ -162,37 +99,56 @@ class DirectHost {
     if (on_gpu_) torch::cuda::synchronize(device_.index() < 0 ? -1 : device_.index());
   }
 
+  // One forward call, as a Fortran code through FTorch makes it: torch_tensor_from_array
+  // for every input (on the run's device) and for the output (on the host), then
+  // torch_jit_module_forward (an IValue vector built from the input handles, forward under
+  // the grad-mode guard, `std::move(*out) = result`, which is copy_ into the host output),
+  // then torch_delete of every handle. Phases: marshal_in is the input and output tensors'
+  // creation (on a GPU the inputs' copy to the device is h2d), forward the module's forward,
+  // marshal_out (d2h on a GPU) the copy into the host output and the deletions.
   bool run(const Call& c, double* phase, std::string& error) {
-    // marshal_in: torch_tensor_from_array for every input and for the output
+    const torch::Device host(torch::kCPU);
     sync();
     PhaseRange range(profiling_, "couplescope/marshal_in");
     auto t0 = Clock::now();
-    std::vector<torch::jit::IValue> inputs;
-    inputs.reserve(c.inputs.size());
-    for (const auto& a : c.inputs) inputs.emplace_back(wrap(a));
-    torch::Tensor host_out = wrap(c.output);
+    std::vector<torch::Tensor*> in;
+    in.reserve(c.inputs.size());
+    if (!on_gpu_)
+      for (const auto& a : c.inputs) in.push_back(ftorch_from_blob(a, device_));
+    torch::Tensor* out = ftorch_from_blob(c.output, host);
     auto t1 = Clock::now();
     range.end();
     phase[0] += seconds(t0, t1);
-    if (on_gpu_) {  // FTorch on a GPU: the host code moves its inputs to the device
+    if (on_gpu_) {  // FTorch on a GPU: the inputs are made on the device (from_blob(...).to)
       sync();
       PhaseRange h2d(profiling_, "couplescope/h2d");
       t0 = Clock::now();
-      for (auto& v : inputs) v = v.toTensor().to(device_);
+      for (const auto& a : c.inputs) in.push_back(ftorch_from_blob(a, device_));
       sync();
       phase[1] += seconds(t0, Clock::now());
     }
+    auto release = [&]() {
+      for (auto* t : in) delete t;
+      delete out;
+    };
     // forward under the grad-mode guard, as torch_jit_module_forward
     sync();
     PhaseRange forward(profiling_, "couplescope/forward");
     t0 = Clock::now();
     torch::jit::IValue result;
-    if (inference_) {
-      c10::InferenceMode guard(true);
-      result = module_.forward(inputs);
-    } else {
-      torch::AutoGradMode guard(false);
-      result = module_.forward(inputs);
+    try {
+      std::vector<torch::jit::IValue> inputs_vec;
+      for (auto* t : in) inputs_vec.push_back(*t);
+      if (inference_) {
+        c10::InferenceMode guard(true);
+        result = module_.forward(inputs_vec);
+      } else {
+        torch::AutoGradMode guard(false);
+        result = module_.forward(inputs_vec);
+      }
+    } catch (...) {
+      release();
+      throw;
     }
     sync();
     t1 = Clock::now();
@@ -200,25 +156,31 @@ class DirectHost {
     phase[2] += seconds(t0, t1);
     if (!result.isTensor()) {
       error = "model returned " + result.tagKind() + ", host expects a tensor of shape " +
-              shape_text(host_out.sizes());
+              shape_text(out->sizes());
+      release();
       return false;
     }
-    const torch::Tensor out = result.toTensor();
-    if (out.sizes() != host_out.sizes()) {
-      error = "model returned shape " + shape_text(out.sizes()) + ", host expects " +
-              shape_text(host_out.sizes());
+    if (result.toTensor().sizes() != out->sizes()) {
+      error = "model returned shape " + shape_text(result.toTensor().sizes()) + ", host expects " +
+              shape_text(out->sizes());
+      release();
       return false;
     }
     // the result written into the tensor over the host output (d2h on a GPU), then the
-    // tensors are released when they go out of scope
+    // handles deleted (torch_delete)
     sync();
     PhaseRange out_range(profiling_, on_gpu_ ? "couplescope/d2h" : "couplescope/marshal_out");
     t0 = Clock::now();
-    host_out.copy_(out);
+    if (inference_) {  // still inside torch_jit_module_forward's guard in FTorch
+      c10::InferenceMode guard(true);
+      std::move(*out) = result.toTensor();
+    } else {
+      torch::AutoGradMode guard(false);
+      std::move(*out) = result.toTensor();
+    }
     sync();
-    inputs.clear();
-    host_out = torch::Tensor();
     result = torch::jit::IValue();
+    release();
     t1 = Clock::now();
     out_range.end();
     phase[on_gpu_ ? 3 : 4] += seconds(t0, t1);
@@ -377,8 +339,14 @@ class EmbeddedHost {
     view.suboffsets = nullptr;
     PyObject* memory = PyMemoryView_FromBuffer(&view);
     if (!memory) return nullptr;
-    PyObject* array = PyObject_CallOneArg(asarray_.ptr(), memory);
-    Py_DECREF(memory);
+    PyObject* args = PyTuple_New(1);  // forpy: a 1-tuple, PyObject_Call(numpy.asarray, args)
+    if (!args) {
+      Py_DECREF(memory);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(args, 0, memory);  // steals the reference
+    PyObject* array = PyObject_Call(asarray_.ptr(), args, nullptr);
+    Py_DECREF(args);
     return array;
   }
 
@@ -395,74 +363,6 @@ class EmbeddedHost {
   bool profiling_ = false;
 };
 
-// What the engine does between two calls, done here so that no Python runs between the
-// calls of a batch (Python work between calls evicts the caches a tight host loop keeps
-// warm: on SimpleNet it doubled the call). Before each call every host output is filled
-// with NaN (from a pattern the engine made), after it the output is copied into the
-// iteration's slot of a snapshot buffer, both outside the timed region; the engine then
-// checks every iteration's snapshot, so every call is still checked.
-struct OutputSlot {
-  std::intptr_t host;       // the host output array
-  std::intptr_t nan;        // the same number of bytes of NaN
-  std::intptr_t snapshots;  // count * bytes: one slot per iteration
-  size_t bytes;
-};
-
-// Runs up to `count` iterations, stopping after `budget` seconds (so a signal is handled
-// soon) or at the first exception. Returns (rows, errors, failure): one row per finished
-// iteration (whole seconds, then the host's phases), the output error of each ("" when the
-// output was written), the failing iteration's message ("" when none failed), what the
-// host's after_call() returned for each finished iteration, and how long the failing call
-// ran before it threw.
-template <class Host>
-py::tuple run_batch(Host& host, int count, double budget, const std::vector<OutputSlot>& slots) {
-  constexpr int width = Host::kPhases + 1;
-  std::vector<double> flat(static_cast<size_t>(count) * width, 0.0);  // allocated before the calls
-  std::vector<std::string> errors;
-  std::string failure;
-  py::list extras;
-  errors.reserve(count);
-  int done = 0;
-  double failed_after = 0;  // how long the failing call ran before it threw
-  const auto begin = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    for (const auto& s : slots)
-      std::memcpy(reinterpret_cast<void*>(s.host), reinterpret_cast<const void*>(s.nan), s.bytes);
-    double* row = flat.data() + static_cast<size_t>(i) * width;
-    std::string error;
-    const auto call_start = Clock::now();
-    try {
-      row[0] = host.one(row + 1, error);
-    } catch (const c10::Error& e) {
-      failed_after = seconds(call_start, Clock::now());
-      failure = e.what_without_backtrace();
-      break;
-    } catch (py::error_already_set& e) {
-      failed_after = seconds(call_start, Clock::now());
-      if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
-      failure = std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value()));
-      break;
-    } catch (const std::exception& e) {
-      failed_after = seconds(call_start, Clock::now());
-      failure = e.what();
-      break;
-    }
-    for (const auto& s : slots)
-      std::memcpy(reinterpret_cast<char*>(s.snapshots) + static_cast<size_t>(i) * s.bytes,
-                  reinterpret_cast<const void*>(s.host), s.bytes);
-    errors.push_back(std::move(error));
-    extras.append(host.after_call());
-    done = i + 1;
-    if (seconds(begin, Clock::now()) > budget) break;
-  }
-  py::list rows;
-  for (int i = 0; i < done; ++i) {
-    py::list row;
-    for (int j = 0; j < width; ++j) row.append(flat[static_cast<size_t>(i) * width + j]);
-    rows.append(row);
-  }
-  return py::make_tuple(rows, errors, failure, extras, failed_after);
-}
 
 }  // namespace
 
@@ -482,5 +382,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init<py::object, std::string, std::vector<Call>, py::object>())
       .def("call", &EmbeddedHost::call)
       .def("call_batch", &run_batch<EmbeddedHost>);
+  register_aoti(m);
   m.attr("ABI") = 1;
 }

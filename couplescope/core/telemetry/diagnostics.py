@@ -38,6 +38,12 @@ def _num(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _here() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
 def _device_index(device: str):
     if not device.startswith("cuda"):
         return None
@@ -55,6 +61,7 @@ class Diagnostician:
         self.ranks = backend.processes(spec)
         self.mpi = self.ranks > 1          # several worker processes: the ranks of an MPI job
         self.placement_known = backend.placement_known(spec)
+        self._rank_hosts: dict = {}   # rank -> host, from rank_info (where srun put them)
         # a GPU idle behind a replayed graph is not launch-bound (the graph launches it all)
         self.replays_graphs = backend.coupling_backend(spec).launches_one_graph
         self.default_threads = None    # torch's own choice, from the worker's run_started
@@ -99,6 +106,12 @@ class Diagnostician:
     # -- events from the worker ------------------------------------------------------------
     def on_event(self, ev: dict) -> list[dict]:
         kind = ev["event"]
+        if kind == "rank_info" and not self.placement_known:
+            # a launcher that may place ranks elsewhere (srun, host lists) placed them all here
+            self._rank_hosts[ev.get("rank")] = ev.get("host")
+            if len(self._rank_hosts) == self.ranks and set(self._rank_hosts.values()) == {_here()}:
+                self.placement_known = True
+                return self._oversubscribed()
         if kind == "run_started" and self.default_threads is None:
             threads = (ev.get("environment") or {}).get("torch_threads")
             if _num(threads) and threads >= 1:
@@ -108,6 +121,9 @@ class Diagnostician:
             self.timed_seconds += ev["seconds"]
             forward = (ev.get("phases") or {}).get("forward")
             self.forward_seconds += forward if _num(forward) else 0.0
+        elif kind == "iterations" and ev.get("kind") == "timed":
+            self.timed_seconds += sum(s for s in ev["seconds"] if _num(s))
+            self.forward_seconds += sum(f for f in (ev["phases"].get("forward") or []) if _num(f))
         return []
 
     # -- telemetry samples -----------------------------------------------------------------

@@ -44,6 +44,8 @@ class IterationTracker:
             self.current = self._after(None, 0)
         elif kind == "iteration":
             self.current = self._after(ev.get("kind"), ev.get("index", 0))
+        elif kind == "iterations":   # the last call of the batch
+            self.current = self._after(ev.get("kind"), ev["first_index"] + len(ev["seconds"]) - 1)
         elif kind in ("variant_finished", "variant_failed"):
             self.current = None
 
@@ -92,7 +94,11 @@ class TelemetryListener(Listener):
             self._diag = diagnostics.Diagnostician(spec, cores_available())
             found = self._diag.before_run()
         self._diagnose(found)
-        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu), self.hz, self._deliver)
+        from couplescope import backends
+
+        adopt = backends.get(spec.backend).workers_outside_tree(spec)   # srun's tasks
+        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu, adopt_workers=adopt), self.hz,
+                                     self._deliver)
         self._thread.start()
 
     def _deliver(self, sample: dict) -> None:

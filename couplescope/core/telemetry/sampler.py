@@ -29,7 +29,7 @@ import threading
 import time
 
 from couplescope.core.telemetry.gpu import NA, GpuProbe
-from couplescope.protocol.contract import is_worker_argv
+from couplescope.protocol.contract import PARENT_PID_ENV, is_worker_argv
 from couplescope.protocol.errors import UsageError
 from couplescope.results.telemetry import is_number
 
@@ -65,7 +65,7 @@ def cores_available() -> int:
 class TreeSampler:
     """Reads one process tree (root pid and all descendants), the system and the GPUs."""
 
-    def __init__(self, root_pid: int, gpu: GpuProbe | None = None) -> None:
+    def __init__(self, root_pid: int, gpu: GpuProbe | None = None, adopt_workers: bool = False) -> None:
         import psutil
 
         self.ps = psutil
@@ -79,6 +79,11 @@ class TreeSampler:
         self._cpu_last = self._cpu_times()
         self._next_slow = 0.0
         self._memory: dict = {}
+        #: srun's tasks descend from Slurm's step daemon, not from the launched srun: with
+        #: `adopt_workers`, worker processes that carry this process's pid in their
+        #: environment (contract.PARENT_PID_ENV, which srun passes on) are watched too
+        self._adopt = f"{PARENT_PID_ENV}={os.getpid()}".encode() if adopt_workers else None
+        self._adopted: set[int] = set()
 
     def _cpu_times(self):
         try:
@@ -123,18 +128,21 @@ class TreeSampler:
             del parents[pid]
         for pid in live - parents.keys():
             parents[pid] = _parent_of(pid)
+            if self._adopt is not None and _is_our_worker(pid, self._adopt):
+                self._adopted.add(pid)
+        self._adopted &= live
         if self.root.pid not in live:
             return []
         children: dict[int, list[int]] = {}
         for pid, parent in parents.items():
             if parent is not None:
                 children.setdefault(parent, []).append(pid)
-        tree, todo = [self.root.pid], [self.root.pid]
+        tree, todo = [self.root.pid, *self._adopted], [self.root.pid, *self._adopted]
         while todo:
             kids = children.get(todo.pop(), ())
             tree.extend(kids)
             todo.extend(kids)
-        return tree
+        return list(dict.fromkeys(tree))
 
     def _identify(self, proc) -> tuple:
         """Role, MPI rank and name of a process seen for the first time (read once)."""
@@ -229,6 +237,18 @@ class TreeSampler:
         return {"processes": processes, "tree": _tree_totals(processes),
                 "system": {"cpu_percent": self._per_core(), **self._memory},
                 "gpu": self.gpu.sample([p["pid"] for p in processes]) if self.gpu is not None else NA}
+
+
+def _is_our_worker(pid: int, marker: bytes) -> bool:
+    """A couplescope worker started for this process (its argv and environment say so)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"couplescope.worker" not in f.read():
+                return False
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _parent_of(pid: int):

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
 
 from couplescope.frontends.cli.parser import options_from
-from couplescope.protocol.contract import EXIT_WRITE_FAILED, TRACE_SUFFIXES
+from couplescope.protocol.contract import TRACE_SUFFIXES
 
 
 def run_headless(args) -> int:
     from couplescope.core import pipeline, request
-    from couplescope.frontends.cli.printer import HeadlessPrinter, discard_stream
+    from couplescope.frontends.cli.printer import HeadlessPrinter
 
     req = request.build(options_from(args))
     for note in req.notes:   # before the run: a variant that falls back to the python host
@@ -25,9 +26,17 @@ def run_headless(args) -> int:
         outcome = run.run()
     finally:
         printer.close()
-    results_json = os.path.join(outcome.run_directory or "", "results.json")
-    if outcome.run_directory and os.path.exists(results_json):
-        printer.print(f"results: {results_json}")
+    if outcome.not_saved:
+        printer.print(f"couplescope: results not saved: {outcome.not_saved}; the statistics above "
+                      "are what was measured", err=True)
+    elif outcome.run_directory:
+        printer.print(f"results: {os.path.join(outcome.run_directory, 'results.json')}")
+        if outcome.summary_plot:
+            printer.print(f"summary plot: {outcome.summary_plot}")
+        elif outcome.summary_plot_error:
+            printer.print(f"summary.png {outcome.summary_plot_error} "
+                          f"(draw it later: couplescope --plot {outcome.run_directory} --output "
+                          f"{os.path.join(outcome.run_directory, 'summary.png')})", err=True)
         traces = os.path.join(outcome.run_directory, "traces")
         if os.path.isdir(traces):
             has_trace = any(name.endswith(TRACE_SUFFIXES) for _, _, files in os.walk(traces) for name in files)
@@ -37,21 +46,18 @@ def run_headless(args) -> int:
             else:
                 printer.print(f"no profiler traces (profiling was off or skipped); per-iteration "
                               f"scalars: {command}")
-    code = outcome.exit_code
-    if args.json and sys.stdout not in printer.lost:
+    if args.json:
         try:
             sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:   # `--json > file` on a full disk
-            discard_stream(sys.stdout)
-            printer.print(f"couplescope: the results document could not be written to standard output "
-                          f"({exc.strerror})", err=True)
-            code = code if outcome.signal is not None else EXIT_WRITE_FAILED
+        except OSError:
+            pass   # stdout went away (SIGHUP, a closed pipe): the run directory has it
     if outcome.interrupted:
-        from couplescope.core.signals import signal_name
-
-        how = signal_name(outcome.signal) if outcome.signal is not None else "SIGINT"
-        printer.print(f"couplescope: stopped by {how}: what was measured is kept", err=True)
-    return code
+        how = signal.Signals(outcome.signal or signal.SIGINT).name
+        measured = sum((v.get("stats") or {}).get("n", 0) for v in outcome.builder.document().get("variants", []))
+        if measured:
+            printer.print(f"{how}: stopped; what was measured is kept", err=True)
+        else:   # a batch job signalled during set-up: say so rather than promise results
+            printer.print(f"{how}: stopped before the first timed iteration; nothing was measured"
+                          + (", so nothing was exported" if req.export is not None and not outcome.run_directory
+                             else ""), err=True)
+    return outcome.exit_code

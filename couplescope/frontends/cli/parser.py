@@ -21,6 +21,8 @@ examples:
   couplescope --list                           models, backends, presets and devices
   couplescope --tensorboard couplescope-runs/<run>   open a run's traces in TensorBoard
   couplescope --tui --preset cgdrag            the interactive app, filled in
+  couplescope --plot couplescope-runs/<run> --output run.png   a saved run as a picture (or .svg)
+  couplescope --compare base.json couplescope-runs/<run>   slower than the base? exit 1 if so
 
 exit codes: {codes}.
 docs: docs/ in the source tree (usage, presets, results schema, bridge contract).
@@ -50,6 +52,16 @@ def _int_at_least(low: int):
     return convert
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage (write 5 for 5%)") from None
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1000 percent (got {text})")
+    return value
+
+
 def build_parser() -> Parser:
     p = Parser(prog="couplescope", formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Measure what each way of coupling a simulation code to a PyTorch model "
@@ -59,9 +71,10 @@ def build_parser() -> Parser:
     what = p.add_argument_group("what to run")
     what.add_argument("--preset", metavar="NAME|FILE", help="a named preset (see --list) or a TOML file")
     what.add_argument("--model", metavar="NAME|FILE",
-                      help="a catalogue model (see --list), a TorchScript .pt file or a bridge module .py")
+                      help="a catalogue model (see --list), a TorchScript .pt file, a .py module (bridge "
+                           "module, or make_model for aoti) or a .pt2 exported program (aoti)")
     what.add_argument("--backend", metavar="NAME[,NAME]",
-                      help="coupling: torchscript (default), bridge, cudagraph, mpi; a comma list runs each")
+                      help="coupling: torchscript (default), bridge, aoti, cudagraph, mpi; a comma list runs each")
     what.add_argument("--size", metavar="N[,N]",
                       help="the model's size parameter (see --list); a comma list sweeps it")
     what.add_argument("--host", metavar="NAME[,NAME]",
@@ -72,16 +85,17 @@ def build_parser() -> Parser:
     what.add_argument("--grad-mode", metavar="MODE",
                       help="guard around forward: no_grad (default, as FTorch's AutoGradMode(false)) "
                            "or inference (torch's InferenceMode: what FTorch would gain)")
-    what.add_argument("--bridge-model", choices=("eager", "torchscript"),
-                      help="what the bridge module runs: the Python runtime or a TorchScript file "
-                           "(default torchscript)")
+    what.add_argument("--bridge-model", choices=("eager", "torchscript", "compiled"),
+                      help="what the bridge module runs: the Python runtime, a TorchScript file "
+                           "(default torchscript) or the Python runtime under torch.compile")
     what.add_argument("--device", metavar="DEV", help="cpu (default), cuda or cuda:N")
     what.add_argument("--dtype", metavar="TYPE", help="float32, float64 or float16 (default: the model's)")
     what.add_argument("--layout", metavar="ORDER",
                       help="fortran (default, correct) or c: read the column-major host memory as "
                            "row-major, the classic transposition bug")
     what.add_argument("--input-shape", metavar="SHAPE",
-                      help="input shape(s) for a .pt model, e.g. 8,16 or 8,16;8,1")
+                      help="input shape(s) for a .pt model or a .py module without make_inputs, e.g. 8,16 "
+                           "or 8,16;8,1")
     how = p.add_argument_group("how to measure")
     how.add_argument("--iterations", type=_int_at_least(1), metavar="N", help="timed iterations (default 10)")
     how.add_argument("--warmup", type=_int_at_least(0), metavar="N",
@@ -109,6 +123,15 @@ def build_parser() -> Parser:
     prof.add_argument("--tensorboard", metavar="RUN_DIR",
                       help="open a run directory's traces in TensorBoard on 127.0.0.1")
     prof.add_argument("--port", type=_int_at_least(1), metavar="N", help="TensorBoard port (default: a free one)")
+    saved = p.add_argument_group("saved runs (a run directory, or a results document from --json)")
+    saved.add_argument("--plot", nargs="+", metavar="RUN",
+                       help="draw runs: median vs size for sweeps, distributions, calls with phases stacked")
+    saved.add_argument("--output", metavar="FILE", help="the picture --plot writes: .png or .svg")
+    saved.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"),
+                       help="per variant: medians, their ratio with a 95%% interval, and a verdict; "
+                            "exit 1 when a variant is slower by more than --threshold")
+    saved.add_argument("--threshold", type=_percent, metavar="PCT",
+                       help="how much slower counts as a regression for --compare (default 5)")
     tele = p.add_argument_group("telemetry")
     tele.add_argument("--telemetry-hz", type=float, metavar="HZ", default=10.0,
                       help="CPU/GPU sampling rate while a run goes (default 10; 0 turns it off)")

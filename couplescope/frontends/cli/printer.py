@@ -18,9 +18,11 @@ import time
 from couplescope.frontends import format as fmt
 from couplescope.frontends.cli.ranks_report import report_lines
 from couplescope.frontends.cli.trace_lines import format_lines
+from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
-from couplescope.results import ranks, stats
+from couplescope.results import ranks, stats, sweeps
 from couplescope.results.builder import verdict_word
+from couplescope.results.labels import size_of
 
 GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
 
@@ -59,8 +61,7 @@ class Progress:
                 try:
                     self.stream.write(f"\r\033[K{self.FRAMES[i % 4]} {self.text} [{elapsed:.0f} s]")
                     self.stream.flush()
-                except OSError:   # the terminal hung up: no more spinner
-                    self.enabled = False
+                except OSError:   # the terminal went away (SIGHUP): no more spinner
                     return
                 self._shown = True
 
@@ -73,7 +74,10 @@ class Progress:
     def close(self) -> None:
         self._stop.set()
         with self._lock:
-            self.clear()
+            try:
+                self.clear()
+            except OSError:
+                pass
 
 
 class HeadlessPrinter(Listener):
@@ -89,38 +93,26 @@ class HeadlessPrinter(Listener):
         self._warm = {}
         self._profiled = {}
         self._started = None
-        #: streams that failed (stream -> the OSError), written to no more
-        self.lost: dict = {}
-        self.session = None
-
-    def attach(self, session) -> None:
-        self.session = session
+        self._compiled = {}   # variant -> its model_compiled event, printed under its header
+        self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
     def _paint(self, text: str, color: str) -> str:
         return f"{color}{text}{RESET}" if self.color else text
 
     def print(self, text: str = "", err: bool = False) -> None:
-        stream = self.err if err else self.out
-        if stream in self.lost:
+        """One line. A terminal that went away (SIGHUP: EIO) or a closed pipe ends the
+        printing, not the run: the run directory still gets everything."""
+        if self.gone:
             return
         with self.progress._lock:
             try:
                 self.progress.clear()
+                stream = self.err if err else self.out
                 stream.write(text + "\n")
                 stream.flush()
-                return
-            except BrokenPipeError:
-                raise   # the reader went away (`| head`): the command ends quietly
-            except OSError as exc:
-                # a full disk under `> out.txt`, a terminal that hung up: the run goes on
-                # (the exporters keep it) and the stream is left alone from now on
-                self.lost[stream] = exc
-                discard_stream(stream)
-        if self.session is not None:
-            name = "standard output" if stream is self.out else "standard error"
-            self.session.write_failed(f"{name} could not be written ({self.lost[stream].strerror}): "
-                                      "the rest of the run is not printed there")
+            except OSError:
+                self.gone = True
 
     def status(self, text: str) -> None:
         self.progress.text = text
@@ -135,7 +127,15 @@ class HeadlessPrinter(Listener):
         # The header waits for the model to load: bad input then prints one line only.
         self.count += 1
         self._started = ev
-        self.status(f"{ev['variant']}: building and loading the model")
+        spec = ev["spec"]
+        if spec.get("backend") == "aoti" or (spec.get("backend") == "bridge" and spec.get("bridge_model") == "compiled"):
+            self.status(f"{ev['variant']}: building, compiling (or finding the compiled model in the cache) "
+                        "and loading the model")
+        else:
+            self.status(f"{ev['variant']}: building and loading the model")
+
+    def _on_model_compiled(self, ev):
+        self._compiled[ev["variant"]] = ev   # printed under the header, which waits for the load
 
     def _print_header(self, ev):
         spec = ev["spec"]
@@ -161,10 +161,22 @@ class HeadlessPrinter(Listener):
         self._print_header(self._started)
         warmup = self._expected.get(ev["variant"], (0, 0))[0]
         self._running_next(ev["variant"], "warmup" if warmup else "loaded", 0)
+        compiled = self._compiled.pop(ev["variant"], None)
+        if compiled is not None:
+            self.print(fmt.compiled_line(compiled))
         m = ev
         shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
         self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
                    f"inputs {shapes}, tolerance {m.get('tolerance')})")
+
+    def _on_iterations(self, ev):
+        """A batch of calls: quiet timed batches that all passed print nothing, so they
+        are only counted (the parent's work stays proportional to what is shown)."""
+        if ev["kind"] == "timed" and self.quiet_iterations and all(ev["passed"]):
+            self._running_next(ev["variant"], "timed", ev["first_index"] + len(ev["seconds"]) - 1)
+            return
+        for one in events.expand(ev):
+            self._on_iteration(one)
 
     def _on_iteration(self, ev):
         v = ev["variant"]
@@ -190,7 +202,9 @@ class HeadlessPrinter(Listener):
     def _on_variant_failed(self, ev):
         kind = ev.get("kind")
         if kind == "interrupted":
-            self.print(self._paint(f"{ev['variant']}: interrupted; what was measured is kept", YELLOW), err=True)
+            kept = ("what was measured is kept" if ev["variant"] in self._expected
+                    else "before its model loaded; nothing measured")
+            self.print(self._paint(f"{ev['variant']}: interrupted; {kept}", YELLOW), err=True)
         elif kind == "usage":
             self.print(f"couplescope: {ev['reason']}", err=True)
         else:
@@ -205,14 +219,16 @@ class HeadlessPrinter(Listener):
                        f"later runs reuse it from {ev['directory']}", err=True)
 
     def _on_diagnostic(self, ev):
-        if ev.get("level") == "error":
-            self.print(self._paint(f"error: {ev['message']}", RED), err=True)
-        else:
-            self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
+        self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
 
     def _on_log(self, ev):
         # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
-        self.print(ev["message"] if ev.get("verbatim") else f"{ev['variant']}: {ev['message']}")
+        if ev.get("verbatim"):
+            self.print(ev["message"])
+        elif ev["variant"]:
+            self.print(f"{ev['variant']}: {ev['message']}")
+        else:   # the run's own (the export failing)
+            self.print(f"couplescope: {ev['message']}", err=True)
 
     def variant_done(self, builder) -> None:
         name = list(builder.variants)[-1]
@@ -255,30 +271,34 @@ class HeadlessPrinter(Listener):
         self.progress.close()
         rows = builder.comparison()
         if len(rows) > 1 or (rows and len(builder.variants) == 1):
-            self.print(comparison_table(rows, self._paint))
+            sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
+            self.print(comparison_table(rows, self._paint, sizes))
 
     def close(self) -> None:
         self.progress.close()
 
 
-def discard_stream(stream) -> None:
-    """Point a failed stream's descriptor at /dev/null: what it still buffers would
-    otherwise fail again (with a traceback-like complaint) when Python exits."""
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    os.close(devnull)
-
-
-def comparison_table(rows: list[dict], paint=lambda t, c: t) -> str:
-    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead", "checks"]
-    body = [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
-             fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]), verdict_word(r["verdict"])]
-            for r in rows]
-    text = fmt.table(headers, body, right={1, 2, 3, 4, 5})
+def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None) -> str:
+    """The closing table; a sweep (variants at more than one size) is grouped by size,
+    each group ranked against its own fastest variant (couplescope.results.sweeps); a
+    compile column when a variant compiled its model (aoti, the bridge's torch.compile):
+    its one-off cost beside the per-call figures."""
+    compiled = any(r.get("compile_status") for r in rows)
+    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead",
+               *(["compile"] if compiled else []), "checks"]
+    sizes = sizes or {}
+    sweep = len({sizes.get(r["name"]) for r in rows} - {None}) > 1
+    groups = sweeps.rows_by_size(rows, sizes) if sweep else [(None, rows)]
+    body, headings = [], {}
+    for size, group in groups:
+        if sweep:
+            headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
+        body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
+                  fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
+                  *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
+                  verdict_word(r["verdict"])] for r in group]
+    text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
     for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
         text = text.replace(word, paint(word, color))
-    return "comparison (overhead = call minus forward):\n" + text
+    what = "overhead = call minus forward" + ("; vs fastest at the same size" if sweep else "")
+    return f"comparison ({what}):\n" + text

@@ -5,32 +5,27 @@ app is launched, so `couplescope --help` and the headless CLI never pay for them
 """
 
 
-import sys
-
-from couplescope.protocol.errors import UsageError
-
-
 def launch(options) -> int:
     """Open the app with the command line's options (RunOptions) filled in; the exit code.
 
-    Refused without a terminal (a batch job, nohup, `< /dev/null`): the app would wait
-    for keys that never come and draw escape codes into a log. SIGTERM, SIGHUP and SIGINT
-    stop a run in progress, export what it measured and exit with 128 + the signal, the
-    terminal restored (CoupleScopeApp.stop_for_signal).
-    """
+    The app needs a terminal on both sides: without one (an sbatch or nohup job, input from
+    /dev/null) Textual would wait for keys that never come and spin a core, so that is
+    refused at once. A SIGTERM or SIGHUP while it runs saves every run not yet exported
+    (CoupleScopeApp.end_on_signal) and exits 128 + the signal."""
+    import sys
+
+    from couplescope.protocol.errors import UsageError
+
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("the interactive app needs a terminal (stdin and stdout are not one); "
-                         "in a batch job run headless: couplescope --preset NAME or --model NAME "
-                         "(see --list and --help)")
-    from couplescope.core import signals
+        raise UsageError("--tui needs a terminal (its input and output are not one here); in a "
+                         "batch job run headless: couplescope --model NAME or --preset NAME")
     from couplescope.frontends.tui.app import CoupleScopeApp
 
     app = CoupleScopeApp(options)
-    with signals.stopping(app.stop_for_signal):
-        app.run()
-    for line in app.farewell:
+    app.run()
+    for line in app.farewell:   # after the terminal is restored (it may be gone: SIGHUP)
         try:
             print(line, file=sys.stderr)
-        except OSError:   # SIGHUP: the terminal is gone; the run directory says it all
-            pass
-    return app.return_code or 0
+        except OSError:
+            break
+    return app.exit_code

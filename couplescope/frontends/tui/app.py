@@ -8,9 +8,10 @@ the run's ResultsBuilder and the widgets. Widgets redraw on a 4 Hz tick, not per
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import os
 import shutil
+import signal
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -32,6 +33,10 @@ from couplescope.frontends.tui.telemetry_panel import DiagnosticsLog, TelemetryP
 from couplescope.frontends.tui.watch import TABLE_HEADER, IterationsTable, PlotLegend, StatsPanel, TimePlot
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
+
+
+def signal_name(signum) -> str:
+    return signal.Signals(signum).name
 
 
 def _while_shown(handler):
@@ -79,17 +84,15 @@ class CoupleScopeApp(App):
         self.runs: dict[int, RunRecord] = {}
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows
-        self._staging_root = scratch.make("app-runs")
+        self._staging_root = scratch.subfolder("tui-")   # runs until exported (removed at exit)
         self._load_catalogue = load_catalogue
         self._stats_dirty = False
         self._sample: dict | None = None
         self._progress = 0
         self.notes: list[str] = []                # what the log panel shows, as plain text
-        #: a stop signal (SIGTERM, SIGHUP, SIGINT) received: the app exports and exits
-        self.exit_signal: int | None = None
-        #: lines for stderr once the terminal is restored (where a stopped run went)
-        self.farewell: list[str] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.exit_code = 0
+        self.farewell: list[str] = []             # printed after the app has closed
+        self._ending: int | None = None           # the signal ending the app
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -129,7 +132,16 @@ class CoupleScopeApp(App):
         return self.screen_stack[0] if self.screen_stack else self.screen
 
     def on_mount(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGTERM, self.end_on_signal, signal.SIGTERM)
+            # not through the event loop: when the terminal hangs up, Textual's output thread
+            # dies on the first failed write and the loop blocks for good on its next one
+            signal.signal(signal.SIGHUP, self.hang_up)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass   # not the main thread (tests) or no such signal here
         self.main.query_one(StatsPanel).show(None, None)
         self.set_interval(TICK_SECONDS, self._tick)
         self.main.query_one("#model").focus()
@@ -176,7 +188,7 @@ class CoupleScopeApp(App):
         record = RunRecord(len(self.runs) + 1, request.title, request.specs, request)
         record.listener = AppListener(self.post_message, record.id)
         record.pipeline = Pipeline(replace(request, export=self._staging_root), [record.listener],
-                                   start_worker=self._start_worker)
+                                   start_worker=self._start_worker, summary_plot=False)
         record.staging = record.pipeline.exporter
         record.session = record.pipeline.session
         self.runs[record.id] = record
@@ -201,6 +213,7 @@ class CoupleScopeApp(App):
         except BaseException as exc:  # noqa: BLE001 - shown in the app, never closes it
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
+            record.done.set()
             self.post_message(m.RunEnded(record.id, error))
 
     def action_stop(self) -> None:
@@ -233,6 +246,8 @@ class CoupleScopeApp(App):
             self.note(f"export failed: {exc}", "error")
             return
         command = f"couplescope --tensorboard {path}"
+        if record.summary_error:
+            self.note(record.summary_error, "warning")
         self.update_history_row(record)
         self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
                                                       f"open its traces: {command}")
@@ -255,6 +270,59 @@ class CoupleScopeApp(App):
         record.selected = not record.selected
         self.update_history_row(record)
 
+    def end_on_signal(self, signum: int) -> None:
+        """SIGTERM (a batch time limit, kill) or SIGHUP (the terminal closed): stop the run
+        going, export every run not yet exported (the run in progress included: nothing
+        is lost), and exit 128 + signum. A second signal while this happens changes nothing."""
+        if self._ending is not None:
+            return
+        self._ending = signum
+        self.exit_code = 128 + int(signum)
+        if self.active is not None:
+            self.set_status(f"stopping {self.active.name} ({signal_name(signum)}) ...")
+            self.stop_session(self.active)   # its RunEnded finishes the job
+        else:
+            self._save_and_exit()
+
+    def hang_up(self, signum, frame) -> None:
+        """SIGHUP: the terminal is gone, and with it any way to draw or to tear the app
+        down (Textual would block writing to it). So, right here in the signal handler:
+        stop the run going, wait for it to report, export every run not yet exported,
+        remove the temporary folder and leave with 129, without Textual."""
+        if self._ending is not None:
+            return
+        self._ending = signum
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        try:
+            for record in self.runs.values():
+                if record.session is not None and not record.done.is_set():
+                    record.session.stop()
+                    record.done.wait(timeout=15)
+            self._export_unsaved()
+        finally:
+            scratch.remove()
+            os._exit(128 + int(signum))
+
+    def _export_unsaved(self) -> None:
+        """Export every run not exported yet (into --export's directory, else
+        ./couplescope-runs), noting where for the farewell lines."""
+        parent = self.options.export or DEFAULT_PARENT
+        for record in self.runs.values():
+            if record.export_path or not record.done.is_set():
+                continue
+            try:
+                path = export_run(record, parent)
+                self.farewell.append(f"couplescope: run {record.name} saved to {path}")
+            except (UsageError, OSError) as exc:
+                self.farewell.append(f"couplescope: run {record.name} not saved: {exc}")
+
+    def _save_and_exit(self) -> None:
+        self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
+        self._export_unsaved()
+        self.exit(return_code=self.exit_code)
+
     async def action_quit(self) -> None:
         self.stop_everything()
         self.exit()
@@ -268,43 +336,6 @@ class CoupleScopeApp(App):
     def on_unmount(self) -> None:
         self.stop_everything()
         shutil.rmtree(self._staging_root, ignore_errors=True)
-
-    # -- signals ------------------------------------------------------------------------
-    def stop_for_signal(self, signum: int) -> bool:
-        """A stop signal (couplescope.core.signals calls this in its handler, on the main
-        thread, which runs the app's loop): handled on the loop, never here."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return False   # not started (or already gone): the handler raises instead
-        loop.call_soon_threadsafe(self._stop_signalled, signum)
-        return True
-
-    def _stop_signalled(self, signum: int) -> None:
-        """SIGTERM (a batch system, kill), SIGHUP (the terminal closed), SIGINT: stop the run
-        in progress, export what it measured (nobody may be left to press e), exit with
-        128 + the signal; the terminal is restored as on q."""
-        from couplescope.core.signals import signal_name
-
-        if self.exit_signal is not None:
-            return
-        self.exit_signal = signum
-        if self.active is None:
-            self.exit(return_code=128 + signum)
-            return
-        self.set_status(f"{signal_name(signum)}: stopping {self.active.name}, then exporting it ...")
-        self.stop_session(self.active)   # on_run_ended exports it and exits
-
-    def _export_on_signal(self, record: RunRecord) -> None:
-        from couplescope.core.signals import signal_name
-
-        how = f"couplescope: stopped by {signal_name(self.exit_signal)}"
-        try:
-            path = export_run(record, self.options.export or DEFAULT_PARENT)
-        except (UsageError, OSError) as exc:
-            self.farewell.append(f"{how}: run {record.name} was not exported: {exc}")
-        else:
-            self.farewell.append(f"{how}: what run {record.name} measured is in {path}")
-        self.exit(return_code=128 + self.exit_signal)
 
     # -- messages from the run ------------------------------------------------------------
     def _record(self, msg) -> RunRecord | None:
@@ -388,6 +419,8 @@ class CoupleScopeApp(App):
         ev = msg.event
         if ev["event"] == "log":
             self.note(f"{ev.get('variant')}: {ev.get('message')}")
+        elif ev["event"] == "model_compiled":
+            self.note(f"{ev.get('variant')}: {fmt.compiled_line(ev)}")
         elif ev["event"] == "trace_written":
             self.note(f"{ev.get('variant')}: trace written")
 
@@ -406,8 +439,8 @@ class CoupleScopeApp(App):
         self._tick(force=True)
         self.update_history_row(record)
         self.set_status(f"{record.name} {record.status}: e exports, c compares, r runs again, ? help")
-        if self.exit_signal is not None:
-            self._export_on_signal(record)
+        if self._ending is not None:
+            self._save_and_exit()
 
     @_while_shown
     def on_worker_state_changed(self, event) -> None:

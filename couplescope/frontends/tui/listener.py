@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 
 from couplescope.frontends.tui import messages as m
+from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
 
 _SINGLE = {"run_started": m.VariantStarted, "model_loaded": m.ModelLoaded,
@@ -42,6 +43,9 @@ class AppListener(Listener):
             self.events.append(event)
             if kind == "iteration":
                 self._buffer.append(event)
+                return
+            if kind == "iterations":   # the app draws calls one at a time
+                self._buffer.extend(events.expand(event))
                 return
         with self._post_lock:
             self._flush_locked()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 
 from couplescope.core import replay
@@ -41,8 +42,10 @@ class RunRecord:
         self.pipeline = None
         self.session = None
         self.export_path: str | None = None
+        self.summary_error: str | None = None   # why an export has no summary.png
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
+        self.done = threading.Event()      # set when its session thread has finished
 
     @property
     def name(self) -> str:
@@ -91,7 +94,7 @@ def export_run(record: RunRecord, parent: str) -> str:
     events.jsonl holds the recorded events (trace paths moved from the staging run
     directory to the new one) and results.json is rebuilt from them alone, as any run's
     can be (couplescope.core.replay); what else the staging directory holds (traces/,
-    TensorBoard scalars) is copied beside them.
+    TensorBoard scalars) is copied beside them, and summary.png is drawn as --export does.
     """
     recorded = record.builder_events()
     if not any(ev["event"] == "model_loaded" for ev in recorded):
@@ -104,7 +107,8 @@ def export_run(record: RunRecord, parent: str) -> str:
                     else ev for ev in recorded]
     with open(os.path.join(path, "events.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(events.dumps(ev) + "\n" for ev in recorded)
-    write_json_atomic(os.path.join(path, "results.json"), replay.document(recorded, record.title))
+    document = replay.document(recorded, record.title)
+    write_json_atomic(os.path.join(path, "results.json"), document)
     if staged and os.path.isdir(staged):
         for entry in os.listdir(staged):
             if entry in STANDARD_FILES or ".tmp-" in entry:
@@ -114,5 +118,13 @@ def export_run(record: RunRecord, parent: str) -> str:
                 shutil.copytree(src, dst, dirs_exist_ok=True)
             else:
                 shutil.copy2(src, dst)
+    if any(v["stats"]["n"] for v in document["variants"]):
+        from couplescope.export.plots import write_summary
+
+        try:
+            write_summary(path, document)
+            record.summary_error = None
+        except Exception as exc:   # the picture must never cost the export
+            record.summary_error = f"summary.png not drawn: {type(exc).__name__}: {exc}"
     record.export_path = path
     return path

@@ -1,0 +1,167 @@
+// What couplescope's native hosts share (host.cpp: DirectHost, EmbeddedHost; aoti_host.cpp:
+// AotiHost): the host arrays as a host code describes them, tensors over their memory,
+// the phase timing (std::chrono::steady_clock, profiler ranges only in profiled
+// iterations) and the batch loop that makes several iterations' calls with no Python in
+// between. In a named namespace, so the types are the same in every source file of the
+// extension (pybind11 registers HostArray and Call once, in host.cpp, and AotiHost takes
+// them too).
+
+#pragma once
+
+#include <ATen/record_function.h>
+#include <torch/script.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace couplescope_native {
+
+namespace py = pybind11;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// A torch.profiler range named couplescope/<phase>, opened only in profiled iterations
+// (the phase clock's record_function in Python does the same): timed iterations make no
+// profiler call at all.
+class PhaseRange {
+ public:
+  PhaseRange(bool on, const char* name) {
+    if (!on) return;
+    guard_.emplace(at::RecordScope::USER_SCOPE);
+    if (guard_->isActive()) guard_->before(name);
+  }
+  void end() { guard_.reset(); }
+
+ private:
+  std::optional<at::RecordFunction> guard_;
+};
+
+// One host array as the host code knows it: address, shape and element strides.
+struct HostArray {
+  HostArray(std::intptr_t address, std::vector<int64_t> shape, std::vector<int64_t> strides,
+            std::string dtype);
+  std::intptr_t address;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::string dtype;
+  torch::TensorOptions options;  // decided once, as a host code declares its arrays once
+};
+
+// One forward call per iteration step (cgdrag makes two).
+struct Call {
+  std::vector<HostArray> inputs;
+  HostArray output;
+};
+
+inline at::ScalarType scalar_type(const std::string& dtype) {
+  if (dtype == "float32") return at::kFloat;
+  if (dtype == "float64") return at::kDouble;
+  if (dtype == "float16") return at::kHalf;
+  if (dtype == "int32") return at::kInt;
+  if (dtype == "int64") return at::kLong;
+  throw std::invalid_argument("native host: unsupported dtype " + dtype);
+}
+
+inline HostArray::HostArray(std::intptr_t address_, std::vector<int64_t> shape_,
+                     std::vector<int64_t> strides_, std::string dtype_)
+    : address(address_), shape(std::move(shape_)), strides(std::move(strides_)),
+      dtype(std::move(dtype_)), options(torch::TensorOptions().dtype(scalar_type(dtype))) {}
+
+inline torch::Tensor wrap(const HostArray& a) {
+  return torch::from_blob(reinterpret_cast<void*>(a.address), a.shape, a.strides, a.options);
+}
+
+inline std::string shape_text(at::IntArrayRef shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// The message of a libtorch error without its C++ backtrace.
+[[noreturn]] inline void rethrow_without_backtrace(const c10::Error& e) {
+  throw std::runtime_error(e.what_without_backtrace());
+}
+
+// What the engine does between two calls, done here so that no Python runs between the
+// calls of a batch (Python work between calls evicts the caches a tight host loop keeps
+// warm: on SimpleNet it doubled the call). Before each call every host output is filled
+// with NaN (from a pattern the engine made), after it the output is copied into the
+// iteration's slot of a snapshot buffer, both outside the timed region; the engine then
+// checks every iteration's snapshot, so every call is still checked.
+struct OutputSlot {
+  std::intptr_t host;       // the host output array
+  std::intptr_t nan;        // the same number of bytes of NaN
+  std::intptr_t snapshots;  // count * bytes: one slot per iteration
+  size_t bytes;
+};
+
+// Runs up to `count` iterations, stopping after `budget` seconds (so a signal is handled
+// soon) or at the first exception. Returns (rows, errors, failure): one row per finished
+// iteration (whole seconds, then the host's phases), the output error of each ("" when the
+// output was written), the failing iteration's message ("" when none failed), what the
+// host's after_call() returned for each finished iteration, and how long the failing call
+// ran before it threw.
+template <class Host>
+py::tuple run_batch(Host& host, int count, double budget, const std::vector<OutputSlot>& slots) {
+  constexpr int width = Host::kPhases + 1;
+  std::vector<double> flat(static_cast<size_t>(count) * width, 0.0);  // allocated before the calls
+  std::vector<std::string> errors;
+  std::string failure;
+  py::list extras;
+  errors.reserve(count);
+  int done = 0;
+  double failed_after = 0;  // how long the failing call ran before it threw
+  const auto begin = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    for (const auto& s : slots)
+      std::memcpy(reinterpret_cast<void*>(s.host), reinterpret_cast<const void*>(s.nan), s.bytes);
+    double* row = flat.data() + static_cast<size_t>(i) * width;
+    std::string error;
+    const auto call_start = Clock::now();
+    try {
+      row[0] = host.one(row + 1, error);
+    } catch (const c10::Error& e) {
+      failed_after = seconds(call_start, Clock::now());
+      failure = e.what_without_backtrace();
+      break;
+    } catch (py::error_already_set& e) {
+      failed_after = seconds(call_start, Clock::now());
+      if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
+      failure = std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value()));
+      break;
+    } catch (const std::exception& e) {
+      failed_after = seconds(call_start, Clock::now());
+      failure = e.what();
+      break;
+    }
+    for (const auto& s : slots)
+      std::memcpy(reinterpret_cast<char*>(s.snapshots) + static_cast<size_t>(i) * s.bytes,
+                  reinterpret_cast<const void*>(s.host), s.bytes);
+    errors.push_back(std::move(error));
+    extras.append(host.after_call());
+    done = i + 1;
+    if (seconds(begin, Clock::now()) > budget) break;
+  }
+  py::list rows;
+  for (int i = 0; i < done; ++i) {
+    py::list row;
+    for (int j = 0; j < width; ++j) row.append(flat[static_cast<size_t>(i) * width + j]);
+    rows.append(row);
+  }
+  return py::make_tuple(rows, errors, failure, extras, failed_after);
+}
+
+// Adds the AOTInductor host (aoti_host.cpp) to the extension module.
+void register_aoti(py::module_& m);
+
+}  // namespace couplescope_native

@@ -1,0 +1,159 @@
+"""The panels of a summary figure, each drawn on a matplotlib Axes it is given.
+
+  sweep         median per call against size, one line per series, the 25-75th
+                percentile band shaded (FTorch-benchmarks' and the functional-API
+                benchmarks' picture); log axes when a range spans 10x or more
+  distributions one horizontal box per variant over its timed calls: box 25-75%,
+                whiskers 5-95% (one 10x outlier would otherwise flatten every box),
+                the outliers as dots (far ones cut off and counted), the median
+                written beside it
+  series        one variant's timed calls in order, phases stacked (marshal_in,
+                forward, marshal_out ...; "other" is the call time no phase covers);
+                calls far above the rest are cut off and counted (axis_top)
+
+Times are plotted in seconds and labelled by an engineering formatter, so every axis
+reads in the unit its data calls for (ns, µs, ms, s). Only matplotlib's object API is
+used (no pyplot state), and only from couplescope.export.plots, which imports it lazily.
+"""
+
+from __future__ import annotations
+
+from couplescope.results import stats
+
+PHASE_ORDER = ("marshal_in", "h2d", "forward", "d2h", "marshal_out", "load")
+PHASE_COLORS = {"marshal_in": "tab:cyan", "h2d": "tab:purple", "forward": "tab:green", "d2h": "tab:olive",
+                "marshal_out": "tab:blue", "load": "tab:red", "other": "tab:gray"}
+#: a range at least this wide (max / min) gets a log axis
+LOG_RANGE = 10.0
+
+
+def time_formatter(places: int | None = None):
+    from matplotlib.ticker import EngFormatter
+
+    return EngFormatter(unit="s", places=places, sep=" ")
+
+
+def seconds_text(value: float) -> str:
+    """Four significant figures in the unit the value calls for: 779.3 ms, 4.93 µs."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value / 1e-9:.4g} ns"
+
+
+def _time_axis(axis, low: float, high: float) -> None:
+    """Seconds with engineering units; log scale when the range calls for it, with ticks
+    at 1, 2 and 5 of each decade (a decade or two would otherwise show one label)."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    if low > 0 and high / low >= LOG_RANGE:
+        axis.axes.set_xscale("log") if axis.axis_name == "x" else axis.axes.set_yscale("log")
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_minor_formatter(NullFormatter())
+    axis.set_major_formatter(time_formatter())
+
+
+def sweep(ax, lines: list[dict], size_label: str) -> None:
+    """lines: {label, color, sizes, low, median, high} per series."""
+    all_sizes = sorted({s for line in lines for s in line["sizes"]})
+    for line in lines:
+        ax.fill_between(line["sizes"], line["low"], line["high"], color=line["color"], alpha=0.22, linewidth=0)
+        ax.plot(line["sizes"], line["median"], marker="o", color=line["color"], label=line["label"])
+    if all_sizes[0] > 0 and all_sizes[-1] / all_sizes[0] >= LOG_RANGE:
+        ax.set_xscale("log")
+    ax.set_xticks(all_sizes, [str(s) for s in all_sizes])
+    ax.minorticks_off() if ax.get_xscale() == "log" else None
+    low = min(min(line["low"]) for line in lines)
+    high = max(max(line["high"]) for line in lines)
+    _time_axis(ax.yaxis, low, high)
+    ax.set_xlabel(size_label)
+    ax.set_ylabel("time per call")
+    ax.set_title("median per call vs size (band: 25-75th percentile of the timed calls)", fontsize=10)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="best")
+
+
+def whisker_high(values: list[float]) -> float:
+    """Where a 95th-percentile whisker ends: the largest call at or below the percentile
+    (matplotlib's rule)."""
+    ordered = sorted(values)
+    p95 = stats.percentile(ordered, 95)
+    return max(v for v in ordered if v <= p95)
+
+
+def axis_top(values: list[float]) -> float:
+    """The top of a time axis that a few far outliers should not flatten: the median
+    plus four times the IQR (at least 10% of the median), or the slowest call if lower."""
+    ordered = sorted(values)
+    median = stats.percentile(ordered, 50)
+    spread = max(stats.percentile(ordered, 75) - stats.percentile(ordered, 25), 0.1 * median)
+    return min(ordered[-1], median + 4 * spread)
+
+
+def distributions(ax, labels: list[str], times: list[list[float]], colors: list[str]) -> None:
+    """One horizontal box per variant, the first at the top."""
+    positions = list(range(len(times), 0, -1))
+    parts = ax.boxplot(times, orientation="horizontal", positions=positions, whis=(5, 95), widths=0.6,
+                       patch_artist=True, tick_labels=labels, manage_ticks=True,
+                       flierprops={"marker": ".", "markersize": 3, "alpha": 0.5},
+                       medianprops={"color": "black", "linewidth": 1.5})
+    for box, color in zip(parts["boxes"], colors):
+        box.set_facecolor(color)
+        box.set_alpha(0.55)
+    low = min(min(t) for t in times)
+    high = max(max(whisker_high(t), axis_top(t)) for t in times)
+    _time_axis(ax.xaxis, low, high)
+    left, right = _with_room(ax, low, high)
+    ax.set_xlim(left, right)
+    for y, values in zip(positions, times):
+        ordered = sorted(values)
+        beyond = sum(1 for v in ordered if v > right)
+        note = f"{seconds_text(stats.percentile(ordered, 50))}  (n={len(values)}"
+        note += f", {beyond} off the axis)" if beyond else ")"
+        ax.annotate(note, (whisker_high(values), y), xytext=(6, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.set_xlabel("time per call (timed iterations; warm-up and profiled left out)")
+    ax.set_title("distribution per variant: box 25-75%, whiskers 5-95%, median written", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3, which="both")
+    ax.tick_params(axis="y", labelsize=8)
+
+
+def _with_room(ax, low: float, high: float) -> tuple[float, float]:
+    """x limits from the data, with space right of the longest whisker for its label."""
+    if ax.get_xscale() == "log":
+        return low / 1.3, high * 4.0
+    left = max(0.0, low - (high - low) * 0.05)
+    return left, high + (high - left) * 0.3
+
+
+def series(ax, title: str, steps: list[dict], first_warmup: float | None) -> list[str]:
+    """Phases stacked per timed call; returns the layer names drawn (for the legend)."""
+    n = len(steps)
+    xs = list(range(1, n + 1))
+    names = [p for p in PHASE_ORDER if any(p in s.get("phases", {}) for s in steps)]
+    layers = [[s.get("phases", {}).get(p, 0.0) for s in steps] for p in names]
+    other = [max(0.0, s["seconds"] - sum(s.get("phases", {}).values())) for s in steps]
+    if any(other):
+        names.append("other")
+        layers.append(other)
+    kwargs = {"step": "mid"} if n <= 60 else {}
+    ax.stackplot(xs, *layers, colors=[PHASE_COLORS.get(p, "tab:gray") for p in names], alpha=0.85,
+                 linewidth=0, **kwargs)
+    ordered = sorted(s["seconds"] for s in steps)
+    median = stats.percentile(ordered, 50)
+    ax.axhline(median, color="black", linewidth=0.8, linestyle="--")
+    top = axis_top(ordered)
+    cut = sum(1 for v in ordered if v > top)
+    ax.set_ylim(0, top * 1.08)
+    ax.set_xlim(0.5, n + 0.5)
+    ax.yaxis.set_major_formatter(time_formatter())
+    ax.tick_params(labelsize=7)
+    notes = [f"median {seconds_text(median)}"]
+    if first_warmup is not None:
+        notes.append(f"warm-up {seconds_text(first_warmup)}")
+    ax.set_title(f"{title}\n{', '.join(notes)}", fontsize=8)
+    if cut:
+        ax.text(0.99, 0.97, f"{cut} off the top", transform=ax.transAxes, ha="right", va="top", fontsize=7,
+                bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
+    ax.grid(True, axis="y", alpha=0.3)
+    return names

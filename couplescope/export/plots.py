@@ -1,0 +1,215 @@
+"""Pictures of saved runs: `couplescope --plot RUN ... --output FILE` and --export's summary.png.
+
+One figure, read top to bottom: when the runs hold a sweep, median against size per
+series with its 25-75th percentile band; the distribution of every variant's timed calls
+(box plots); then each variant's calls in order with the phases stacked. The title says
+what all variants share (model, backend, host, device, threads, torch version) and each
+label what sets a variant apart (couplescope.results.labels).
+
+matplotlib is imported here only inside functions, so importing this module (as the
+exporters do) costs nothing until a picture is drawn, and `--help` never loads it. The
+figure is drawn with matplotlib's object API and the Agg renderer: no pyplot, no
+display, no global state shared with a caller's own plots.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from couplescope.export import plot_panels
+from couplescope.protocol.errors import UsageError
+from couplescope.results import labels, saved, sweeps
+
+SUMMARY_FILE = "summary.png"
+FORMATS = ("png", "svg")
+#: more variants than this and the per-call panels stop (the title says so)
+MAX_SERIES_PANELS = 24
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+          "tab:olive", "tab:cyan", "tab:gray")
+WIDTH_INCHES = 12.0
+DPI = 100
+PNG_COLORS = 128
+
+
+@dataclass
+class Entry:
+    """One variant of one run, with what the panels need."""
+
+    label: str
+    variant: dict
+    environment: dict
+    steps: list[dict]
+    first_warmup: float | None
+    color: str = "tab:blue"
+
+    @property
+    def times(self) -> list[float]:
+        return [s["seconds"] for s in self.steps]
+
+
+def _run_labels(documents: list[dict]) -> list[str]:
+    titles = [d.get("title") or "run" for d in documents]
+    if len(set(titles)) == len(titles):
+        return titles
+    return [os.path.basename(os.path.normpath(d.get("source") or f"run{i}")) or f"run{i}"
+            for i, d in enumerate(documents, 1)]
+
+
+def entries(documents: list[dict]) -> list[Entry]:
+    """Every variant with timed calls, in run order then the run's own order."""
+    out = []
+    run_labels = _run_labels(documents)
+    for run_label, doc in zip(run_labels, documents):
+        for v in doc["variants"]:
+            steps = saved.timed_steps(v)
+            if not steps:
+                continue
+            warm = [it["seconds"] for it in v.get("iterations", []) if it.get("kind") == "warmup"]
+            label = v["name"] if len(documents) == 1 else f"{run_label}: {v['name']}"
+            out.append(Entry(label, v, doc.get("environment") or {}, steps, warm[0] if warm else None))
+    _, distinct = labels.split_common([labels.describe(e.variant, e.environment) for e in out])
+    for e, own in zip(out, distinct):
+        e.label = _with_what_sets_it_apart(e.label, own)
+    return out
+
+
+def _with_what_sets_it_apart(name: str, own: dict[str, str]) -> str:
+    """"bridge-python · bridge (eager)": a variant's name, and what sets it apart from the
+    others (backend, host, threads ...) unless its name already says so."""
+    extra = labels.text(own, skip=("model", "size"))
+    words = [w.strip("()") for w in extra.replace(",", " ").split()]
+    if not extra or all(w.lower() in name.lower() for w in words):
+        return name
+    return f"{name} · {extra}"
+
+
+def _sweep_lines(items: list[Entry], groups: list[list[int]]) -> list[dict]:
+    """One line per series, labelled by what sets the series apart."""
+    firsts = [labels.describe(items[g[0]].variant, items[g[0]].environment) for g in groups]
+    common, distinct = labels.split_common(firsts)
+    lines = []
+    for group, own in zip(groups, distinct):
+        bands = [sweeps.band(items[i].times) for i in group]
+        lines.append({"label": labels.text(own, skip=("size",)) or labels.text(common, skip=("size",)),
+                      "color": items[group[0]].color, "sizes": [labels.size_of(items[i].variant) for i in group],
+                      "low": [b[0] for b in bands], "median": [b[1] for b in bands], "high": [b[2] for b in bands]})
+    return lines
+
+
+def _color(items: list[Entry], groups: list[list[int]]) -> None:
+    """A series shares one colour (its boxes match its sweep line); other variants get their own."""
+    grouped = {i: g for g, members in enumerate(groups) for i in members}
+    spare = len(groups)
+    for i, item in enumerate(items):
+        if i in grouped:
+            item.color = COLORS[grouped[i] % len(COLORS)]
+        else:
+            item.color = COLORS[spare % len(COLORS)]
+            spare += 1
+
+
+def _title(documents: list[dict], items: list[Entry]) -> tuple[str, str]:
+    """(what every variant shares, where and when it ran)."""
+    common, _ = labels.split_common([labels.describe(e.variant, e.environment) for e in items])
+    runs = ", ".join(_run_labels(documents))
+    head = f"{runs}: {labels.text(common)}" if common else runs
+    envs = [d.get("environment") or {} for d in documents]
+    env = envs[0]
+    where = [env.get("cpu_model"), f"{env['cores']} cores" if env.get("cores") else None, env.get("hostname")]
+    dates = sorted({(e.get("start_time") or "")[:10] for e in envs} - {""})
+    return head, ", ".join(w for w in where if w) + (f"; {', '.join(dates)}" if dates else "")
+
+
+def figure(documents: list[dict]):
+    """The summary figure of one or more results documents (a matplotlib Figure)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    items = entries(documents)
+    if not items:
+        raise UsageError("nothing to plot: no variant in "
+                         f"{', '.join(str(d.get('source') or d.get('title')) for d in documents)} has timed iterations")
+    variants = [e.variant for e in items]
+    groups = sweeps.series(variants, [e.environment for e in items])
+    _color(items, groups)
+    series_items = items[:MAX_SERIES_PANELS]
+    columns = 1 if len(series_items) == 1 else 2 if len(series_items) in (2, 4) else 3
+    series_rows = -(-len(series_items) // columns)
+    heights = ([3.4] if groups else []) + [max(1.9, 0.34 * len(items) + 1.2), 0.3] + [2.0] * series_rows
+    fig = Figure(figsize=(WIDTH_INCHES, sum(heights) + 0.9), dpi=DPI, layout="constrained")
+    grid = fig.add_gridspec(len(heights), columns, height_ratios=heights)
+    row = 0
+    if groups:
+        models = {labels.describe(v)["model"] for v in variants}
+        plot_panels.sweep(fig.add_subplot(grid[row, :]), _sweep_lines(items, groups),
+                          f"{next(iter(models))} size" if len(models) == 1 else "size")
+        row += 1
+    plot_panels.distributions(fig.add_subplot(grid[row, :]), [e.label for e in items], [e.times for e in items],
+                              [e.color for e in items])
+    legend_ax = fig.add_subplot(grid[row + 1, :])
+    legend_ax.axis("off")
+    drawn: list[str] = []
+    for k, e in enumerate(series_items):
+        ax = fig.add_subplot(grid[row + 2 + k // columns, k % columns])
+        drawn += [p for p in plot_panels.series(ax, e.label, e.steps, e.first_warmup) if p not in drawn]
+    handles = [Patch(color=plot_panels.PHASE_COLORS[p], label=p) for p in drawn]
+    note = ("timed calls in order (the first warm-up call's time in each title), phases stacked "
+            "(other: call time outside any phase), dashed: median"
+            + (f"; first {MAX_SERIES_PANELS} of {len(items)} variants" if len(items) > MAX_SERIES_PANELS else ""))
+    legend_ax.legend(handles=handles, loc="center", ncol=len(handles) + 1, fontsize=8, frameon=False,
+                     title=note, title_fontsize=8)
+    head, where = _title(documents, items)
+    fig.suptitle(f"{head}\n{where}", fontsize=11)
+    return fig
+
+
+def output_format(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in FORMATS:
+        raise UsageError(f"cannot tell the picture format of '{path}': name it .png or .svg")
+    return ext
+
+
+def write(documents: list[dict], path: str) -> str:
+    """Draw and save atomically (a half-written picture never appears); return the path."""
+    fmt = output_format(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+    fig = figure(documents)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    try:
+        if fmt == "png":
+            _save_png(fig, tmp)
+        else:
+            fig.savefig(tmp, format=fmt, dpi=DPI, metadata={"Date": None})
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def _save_png(fig, path: str) -> None:
+    """A PNG of at most PNG_COLORS colours: the flat fills and text of these figures lose
+    nothing visible, and the file is a third of the size (a 12-variant sweep: 90 KB, not
+    300 KB), which matters for pictures kept beside every run and committed in docs.
+    Pillow comes with matplotlib. No date is written: the same run draws the same bytes."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.MEDIANCUT,
+                                      dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
+
+
+def write_summary(run_dir: str, document: dict) -> str:
+    """summary.png in a run directory, from its results document."""
+    return write([{**document, "source": run_dir}], os.path.join(run_dir, SUMMARY_FILE))

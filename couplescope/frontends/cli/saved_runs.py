@@ -1,0 +1,124 @@
+"""`--plot` and `--compare`: saved runs in, a picture or a verdict out.
+
+Neither starts a worker or imports torch: both read results documents (a run
+directory, or a file `--json` printed), so they run on a laptop or in a CI job that
+only holds the files. `--compare` is the regression gate: exit 0 when no variant is
+slower by more than the threshold, 1 when one is, 2 on bad input
+(couplescope.results.regression says how "slower" is decided).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from couplescope.frontends import format as fmt
+from couplescope.protocol.contract import EXIT_OK
+from couplescope.protocol.errors import UsageError
+from couplescope.results import labels, regression, saved
+
+#: what a headless run's options would mean here: nothing, so they are refused
+RUN_OPTIONS = ("preset", "model", "backend", "size", "host", "tui", "export", "tensorboard", "list")
+
+
+def run_saved(args) -> int:
+    _refuse_mixing(args)
+    if args.plot:
+        return plot(args)
+    return compare(args)
+
+
+def _refuse_mixing(args) -> None:
+    if args.plot and args.compare:
+        raise UsageError("--plot and --compare are separate commands: give one")
+    if not args.plot and not args.compare:
+        raise UsageError("--output goes with --plot RUN ..." if args.output
+                         else "--threshold goes with --compare BASE NEW")
+    if args.plot and (args.threshold is not None or args.json):
+        raise UsageError(f"{'--threshold' if args.threshold is not None else '--json'} goes with "
+                         "--compare BASE NEW, not --plot")
+    if args.compare and args.output:
+        raise UsageError("--output goes with --plot; --compare prints (--json for a document)")
+    given = [f"--{o}" for o in RUN_OPTIONS if getattr(args, o, None)]
+    if given:
+        mode = "--plot" if args.plot else "--compare"
+        raise UsageError(f"{mode} reads saved runs; {', '.join(given)} start or show a run: use them separately")
+
+
+def plot(args) -> int:
+    from couplescope.export import plots
+
+    if not args.output:
+        raise UsageError("--plot needs --output FILE (.png or .svg)")
+    plots.output_format(args.output)   # refuse a bad name before reading anything
+    documents = [saved.load(path) for path in args.plot]
+    print(f"plot: {plots.write(documents, args.output)}")
+    return EXIT_OK
+
+
+def compare(args) -> int:
+    base_path, new_path = args.compare
+    base, new = saved.load(base_path), saved.load(new_path)
+    if not regression.common_names(base, new):
+        raise UsageError(f"no variant in common: {base_path} has {_names(base)}; {new_path} has {_names(new)}")
+    threshold = regression.DEFAULT_THRESHOLD if args.threshold is None else args.threshold / 100
+    document = regression.compare(base, new, threshold)
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+    else:
+        print(report(document, {v["name"]: labels.size_of(v) for v in base["variants"] + new["variants"]}))
+    return document["exit_code"]
+
+
+def _names(document: dict) -> str:
+    names = [v["name"] for v in document["variants"]]
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "") if names else "none"
+
+
+def _ratio(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}x"
+
+
+def report(document: dict, sizes: dict) -> str:
+    """The comparison as text: one row per variant, grouped by size for a sweep."""
+    pct = f"{document['threshold'] * 100:g}%"
+    conf = f"{document['confidence'] * 100:g}%"
+    lines = [f"base: {_run_line(document['base'])}", f"new:  {_run_line(document['new'])}",
+             f"slower = the {conf} interval of new/base (ratio of medians, block bootstrap) lies above "
+             f"{1 + document['threshold']:.3g}", ""]
+    headers = ["variant", "base median", "new median", "new/base", f"{conf} interval", "verdict"]
+    rows = document["variants"]
+    sweep = len({sizes.get(r["name"]) for r in rows} - {None}) > 1
+    groups = {}
+    for r in rows:
+        groups.setdefault(sizes.get(r["name"]) if sweep else None, []).append(r)
+    body, headings = [], {}
+    for size in sorted(groups, key=lambda s: (s is None, s or 0)):
+        if sweep:
+            headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
+        for r in groups[size]:
+            interval = (f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else "")
+            verdict = r["verdict"].upper() if r["verdict"] == regression.SLOWER else r["verdict"]
+            body.append([r["name"], fmt.seconds(r["base_median"]) if r["base_median"] is not None else "-",
+                         fmt.seconds(r["new_median"]) if r["new_median"] is not None else "-",
+                         _ratio(r["ratio"]), interval, verdict])
+    lines.append(fmt.with_headings(fmt.table(headers, body, right={1, 2, 3}), headings))
+    for r in rows:
+        for note in r["notes"]:
+            lines.append(f"note: {r['name']}: {note}")
+    failed = [r["name"] for r in rows if r["new_checks_passed"] is False]
+    if failed:
+        lines.append(f"note: the new run's checks FAILED for {', '.join(failed)} (its own exit code said so)")
+    slower = document["slower"]
+    if slower:
+        lines.append(f"{len(slower)} variant{'s' if len(slower) > 1 else ''} slower by more than {pct}: "
+                     f"{', '.join(slower)}")
+    else:
+        lines.append(f"no variant slower by more than {pct}")
+    return "\n".join(lines)
+
+
+def _run_line(run: dict) -> str:
+    extra = [x for x in (run.get("title"), f"torch {run['torch']}" if run.get("torch") else None,
+                         run.get("start_time")) if x]
+    return f"{run.get('source')} ({', '.join(extra)})" if extra else str(run.get("source"))

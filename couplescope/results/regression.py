@@ -1,0 +1,165 @@
+"""Is a new run slower than a base run? Two results documents in, verdicts out.
+
+Variants are matched by name. Per variant: the two medians of the timed calls, their
+ratio (new / base), and a confidence interval for that ratio from a bootstrap of the
+iterations: each run's timed calls are resampled with replacement, the ratio of the
+resampled medians taken, RESAMPLES times, and the central CONFIDENCE share of those
+ratios kept. The seed is fixed, so the same two runs always get the same interval.
+
+The resampling takes runs of consecutive calls (a moving-block bootstrap, blocks of
+about sqrt(n) calls), not single calls: calls are not independent on a shared machine,
+a busy neighbour slows a stretch of them, and resampling single calls would count ten
+slow calls in a row as ten independent pieces of evidence and give an interval far too
+narrow. Measured here on a loaded machine: two runs of simplenet (300 calls, one thread)
+a minute apart had a median ratio of 1.066; resampling single calls gave [1.056, 1.083],
+a false alarm at 5%; blocks give [1.042, 1.104], none.
+
+Why a bootstrap of the median ratio, not a rank test: the number a user reads is the
+ratio of the two medians that are printed, and the interval is about that very
+number. A rank test (Mann-Whitney, with a Hodges-Lehmann estimate) answers "does one
+distribution sit above the other", and its interval for a ratio assumes the two
+distributions differ by a shift only; on a shared node they differ in shape (a busy
+neighbour adds a tail of slow calls to one run), which the bootstrap takes as it comes.
+The median, not the mean, because those tails would drag a mean.
+
+Verdict, with t the threshold (default 5%):
+  slower                 the whole interval lies above 1 + t: slower by more than t,
+                         with confidence; the only verdict that fails (exit 1)
+  faster                 the whole interval lies below 1 / (1 + t) (the same factor
+                         the other way)
+  no significant change  anything else: the change is within t, or the iterations
+                         cannot tell
+Requiring the whole interval beyond the threshold (rather than the median ratio beyond
+it and the interval beyond 1, asv's rule) is the conservative choice: on a shared
+machine the same code measured twice moves by several percent between runs, and a gate
+that fails on that is a gate people switch off. benchmarks/compare_noise.py measures
+how far repeated runs of the same variant move here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from couplescope.results import saved, stats
+
+DEFAULT_THRESHOLD = 0.05
+CONFIDENCE = 0.95
+RESAMPLES = 4000
+SEED = 14
+#: at most this many resampled values held at once (memory for runs of 100 000 calls)
+_CHUNK_VALUES = 4_000_000
+
+#: worker CPU (percent of a core, while timed) that differs this much between runs is noted
+CPU_SHARE_GAP = 15.0
+
+SLOWER, FASTER, SAME = "slower", "faster", "no significant change"
+ONLY_BASE, ONLY_NEW, EMPTY = "only in base", "only in new", "no timed iterations"
+
+
+def block_length(n: int) -> int:
+    """Consecutive calls resampled together: about the square root of the run's length."""
+    return max(1, round(math.sqrt(n)))
+
+
+def _resampled_medians(values, k: int, rng):
+    """k medians of moving-block bootstrap resamples of `values` (in call order)."""
+    import numpy as np
+
+    n, length = len(values), block_length(len(values))
+    blocks = -(-n // length)
+    starts = rng.integers(0, n - length + 1, size=(k, blocks))
+    index = (starts[:, :, None] + np.arange(length)).reshape(k, -1)[:, :n]
+    return np.median(values[index], axis=1)
+
+
+def ratio_interval(base: list[float], new: list[float], confidence: float = CONFIDENCE,
+                   resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The bootstrap percentile interval of median(new) / median(base); both lists in the
+    order the calls ran."""
+    import numpy as np
+
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CHUNK_VALUES // max(len(b), len(n)))
+    ratios, done = [], 0
+    while done < resamples:
+        k = min(per_chunk, resamples - done)
+        ratios.append(_resampled_medians(n, k, rng) / _resampled_medians(b, k, rng))
+        done += k
+    all_ratios = np.concatenate(ratios)
+    tail = (1.0 - confidence) / 2.0
+    return float(np.quantile(all_ratios, tail)), float(np.quantile(all_ratios, 1.0 - tail))
+
+
+def verdict(low: float, high: float, threshold: float) -> str:
+    if low > 1.0 + threshold:
+        return SLOWER
+    if high < 1.0 / (1.0 + threshold):
+        return FASTER
+    return SAME
+
+
+def compare_variant(name: str, base: dict | None, new: dict | None, threshold: float) -> dict:
+    """One row of the comparison (a variant on one side only is a row too)."""
+    row = {"name": name, "base_median": None, "new_median": None, "ratio": None,
+           "ci_low": None, "ci_high": None, "base_n": 0, "new_n": 0,
+           "base_checks_passed": base.get("checks_passed") if base else None,
+           "new_checks_passed": new.get("checks_passed") if new else None, "notes": []}
+    if base is None or new is None:
+        row["verdict"] = ONLY_NEW if base is None else ONLY_BASE
+        return row
+    base_times, new_times = saved.timed_seconds(base), saved.timed_seconds(new)
+    row["base_n"], row["new_n"] = len(base_times), len(new_times)
+    if not base_times or not new_times:
+        row["verdict"] = EMPTY
+        return row
+    row["base_median"] = stats.percentile(sorted(base_times), 50)
+    row["new_median"] = stats.percentile(sorted(new_times), 50)
+    if row["base_median"] <= 0:
+        row["verdict"] = EMPTY
+        return row
+    row["ratio"] = row["new_median"] / row["base_median"]
+    row["ci_low"], row["ci_high"] = ratio_interval(base_times, new_times)
+    row["verdict"] = verdict(row["ci_low"], row["ci_high"], threshold)
+    row["notes"] = notes(base, new)
+    return row
+
+
+def notes(base: dict, new: dict) -> list[str]:
+    """What makes a verdict less certain than its interval says: a noisy run, or a worker
+    that got a different share of the CPU in the two runs (the machine's load, not the code)."""
+    out = []
+    for side, v in (("base", base), ("new", new)):
+        s = v.get("stats") or {}
+        if v.get("noisy") and s.get("median"):
+            out.append(f"{side} run noisy (IQR {s['iqr'] / s['median']:.0%} of the median)")
+    shares = [((v.get("telemetry") or {}).get("summary") or {}).get("cpu_percent_mean_timed") for v in (base, new)]
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in shares) \
+            and abs(shares[0] - shares[1]) >= CPU_SHARE_GAP:
+        out.append(f"the worker used {shares[0]:.0f}% of a core in base and {shares[1]:.0f}% in new while "
+                   "timed: the machine's load differed between the runs")
+    return out
+
+
+def compare(base_doc: dict, new_doc: dict, threshold: float = DEFAULT_THRESHOLD) -> dict:
+    """The comparison document `couplescope --compare --json` prints."""
+    base = {v["name"]: v for v in base_doc["variants"]}
+    new = {v["name"]: v for v in new_doc["variants"]}
+    names = list(base) + [n for n in new if n not in base]
+    rows = [compare_variant(n, base.get(n), new.get(n), threshold) for n in names]
+    slower = [r["name"] for r in rows if r["verdict"] == SLOWER]
+    return {"base": _describe(base_doc), "new": _describe(new_doc),
+            "threshold": threshold, "confidence": CONFIDENCE, "resamples": RESAMPLES,
+            "statistic": "ratio of medians (new / base), moving-block bootstrap percentile interval",
+            "variants": rows, "slower": slower, "exit_code": 1 if slower else 0}
+
+
+def common_names(base_doc: dict, new_doc: dict) -> list[str]:
+    new = {v["name"] for v in new_doc["variants"]}
+    return [v["name"] for v in base_doc["variants"] if v["name"] in new]
+
+
+def _describe(doc: dict) -> dict:
+    env = doc.get("environment") or {}
+    return {"source": doc.get("source"), "title": doc.get("title"), "torch": env.get("torch"),
+            "start_time": env.get("start_time"), "hostname": env.get("hostname")}

@@ -1,0 +1,64 @@
+"""Variants that differ only in size form a sweep: one series per everything-else.
+
+`couplescope --size 256,512,1024`, a preset with `sizes`, or several saved runs at
+different sizes all give variants whose specs agree on every field but the size (and
+the fields that only say how long to measure). Grouping them lets the comparison table
+rank variants within one size (a ratio to a faster variant at another size means
+nothing) and lets plots draw median against size. Pure functions of results-document
+variants (or anything with `spec` and `model`).
+"""
+
+from __future__ import annotations
+
+from couplescope.results import stats
+from couplescope.results.labels import size_of
+
+#: spec fields that do not make a different series: the name, the size, how long to measure
+NOT_SERIES = ("name", "size", "warmup", "iterations", "profile_iterations", "profile_max_ops", "seed")
+
+
+def series_key(variant: dict, environment: dict | None = None) -> tuple:
+    """What a variant is apart from its size (and the torch it ran with)."""
+    spec = variant.get("spec") or {}
+    fields = tuple(sorted((k, repr(v)) for k, v in spec.items() if k not in NOT_SERIES))
+    return fields + (("torch", (environment or {}).get("torch")),)
+
+
+def is_sweep(variants: list[dict]) -> bool:
+    """More than one size among the variants."""
+    return len({size_of(v) for v in variants if size_of(v) is not None}) > 1
+
+
+def series(variants: list[dict], environments: list[dict] | None = None) -> list[list[int]]:
+    """Indices of `variants` grouped into series (first-seen order), each sorted by size;
+    only series with at least two sizes. `environments[i]` is variant i's run environment."""
+    groups: dict[tuple, list[int]] = {}
+    for i, v in enumerate(variants):
+        if size_of(v) is None:
+            continue
+        env = environments[i] if environments else None
+        groups.setdefault(series_key(v, env), []).append(i)
+    out = []
+    for members in groups.values():
+        if len({size_of(variants[i]) for i in members}) > 1:
+            out.append(sorted(members, key=lambda i: size_of(variants[i])))
+    return out
+
+
+def band(times: list[float]) -> tuple[float, float, float]:
+    """(25th percentile, median, 75th percentile) of a variant's timed calls."""
+    ordered = sorted(times)
+    return stats.percentile(ordered, 25), stats.percentile(ordered, 50), stats.percentile(ordered, 75)
+
+
+def rows_by_size(rows: list[dict], sizes: dict[str, int | None]) -> list[tuple[int | None, list[dict]]]:
+    """Comparison rows grouped by size (ascending, in first-seen order within a size),
+    with `ratio` taken to the fastest median of the same size."""
+    groups: dict[int | None, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(sizes.get(r["name"]), []).append(r)
+    out = []
+    for size in sorted(groups, key=lambda s: (s is None, s or 0)):
+        fastest = min(r["median"] for r in groups[size])
+        out.append((size, [{**r, "ratio": r["median"] / fastest if fastest else None} for r in groups[size]]))
+    return out

@@ -1,0 +1,269 @@
+"""How runs end when a batch scheduler or a shared node ends them: real processes, real
+signals, a real full filesystem, the real app in a real terminal (tmux).
+
+After every case: no couplescope process of the run and no temporary folder of it remain.
+Commands start from a launcher that gives them default signal handling, as a terminal
+would (a background job of a non-interactive shell would have SIGINT ignored), in a
+process group of their own so the test's signals reach only them.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+import pytest
+
+from couplescope.protocol import events, scratch
+
+pytestmark = pytest.mark.e2e
+
+QUIET = ["--profile-iterations", "0", "--telemetry-hz", "0", "--quiet"]
+
+
+def _defaults():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def start(*args, tmp_path, env=None):
+    """`python -m couplescope ARGS` with default signal handling and its own TMPDIR (so its
+    temporary folders are this test's to check)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    full_env = dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp), **(env or {}))
+    return subprocess.Popen([sys.executable, "-m", "couplescope", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, cwd=tmp_path,
+                            preexec_fn=_defaults, start_new_session=True)
+
+
+def timed_calls(run_root) -> int:
+    found = glob.glob(os.path.join(run_root, "*", "events.jsonl"))
+    if not found:
+        return 0
+    evs = [one for ev in events.read_jsonl(found[0]) for one in events.expand(ev)]
+    return sum(1 for ev in evs if ev["event"] == "iteration" and ev["kind"] == "timed")
+
+
+def wait_for(condition, seconds=90, what="it"):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def family(proc) -> list:
+    try:
+        return [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def assert_nothing_left(processes, tmp_path):
+    gone, alive = psutil.wait_procs(processes, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
+    left = os.listdir(tmp_path / "tmp")
+    assert not left, left
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, sig, code):
+    runs = tmp_path / "runs"
+    proc = start("--model", "toy-resnet", "--size", "16", "--iterations", "1000000", *QUIET,
+                 "--export", runs, tmp_path=tmp_path)
+    wait_for(lambda: timed_calls(runs) >= 5, what="five timed calls")
+    processes = family(proc)
+    assert len(processes) >= 2, "the worker was never seen"
+    os.kill(proc.pid, sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert f"{signal.Signals(sig).name}: stopped; what was measured is kept" in err
+    [run] = list(runs.iterdir())
+    doc = json.loads((run / "results.json").read_text())
+    v = doc["variants"][0]
+    assert v["status"] == "interrupted" and v["stats"]["n"] >= 5
+    assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
+    assert "comparison (overhead" in out   # the statistics were printed
+    assert not list(run.glob("*.tmp-*"))
+    assert_nothing_left(processes, tmp_path)
+
+
+def test_a_worker_dies_with_its_parent_even_in_the_middle_of_a_model_build(tmp_path):
+    """SIGKILL of couplescope while the worker sits in a long model build (a user module's
+    initialize that takes a minute): the worker goes at once, and the next couplescope to
+    start sweeps the temporary folder the killed one could not remove."""
+    (tmp_path / "slow.py").write_text(
+        "import time\n"
+        "def initialize(config):\n    time.sleep(120)\n"
+        "def compute(inputs, output):\n    output[...] = inputs[0]\n"
+        "def reference(inputs):\n    return inputs[0]\n")
+    proc = start("--model", tmp_path / "slow.py", "--backend", "bridge", "--input-shape", "3", *QUIET,
+                 tmp_path=tmp_path)
+    wait_for(lambda: any("couplescope.worker" in " ".join(p.cmdline()) for p in family(proc)[1:]),
+             what="the worker")
+    time.sleep(2)   # inside initialize
+    processes = family(proc)
+    proc.kill()
+    proc.communicate(timeout=30)
+    gone, alive = psutil.wait_procs(processes, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
+    left = os.listdir(tmp_path / "tmp")
+    assert left and all(name.startswith(scratch.PREFIX) for name in left)   # SIGKILL: no cleanup
+    assert scratch.sweep(str(tmp_path / "tmp")) and not os.listdir(tmp_path / "tmp")
+
+
+def _mount_tmpfs(path, size: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    path.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_a_full_disk_keeps_the_statistics_leaves_no_temporary_file_and_exits_3(tmp_path):
+    full = tmp_path / "full"
+    if not _mount_tmpfs(full, "400k"):
+        pytest.skip("needs root and tmpfs to make a small filesystem that fills up")
+    try:
+        proc = start("--model", "simplenet", "--iterations", "20000", *QUIET, "--export", full,
+                     tmp_path=tmp_path)
+        processes = family(proc)
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 3, err
+        assert "Traceback" not in err
+        assert "results not saved: cannot write" in err and "No space left on device" in err
+        assert "simplenet-torchscript" in out and "PASSED" in out   # the statistics are there
+        assert not glob.glob(str(full / "*" / "*.tmp-*"))
+        assert_nothing_left(processes, tmp_path)
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+
+
+def test_the_app_without_a_terminal_refuses_at_once(tmp_path):
+    proc = start("--tui", tmp_path=tmp_path)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert err.strip().count("\n") == 0 and "--tui needs a terminal" in err
+
+
+TMUX = shutil.which("tmux")
+
+
+@pytest.mark.skipif(TMUX is None, reason="needs tmux to give the app a real terminal")
+@pytest.mark.parametrize("ending", ["SIGTERM", "hang-up"])
+def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
+    """The app in a real terminal (tmux), a run going: SIGTERM restores the terminal and
+    exits 143; closing the terminal (tmux kills the pane: SIGHUP) exits 129. Both save the
+    run in progress, and leave no process and no temporary folder."""
+    socket = str(tmp_path / "tmux.sock")
+    runs = tmp_path / "runs"
+    (tmp_path / "tmp").mkdir()
+    code_file = tmp_path / "code"
+    command = (f"cd {tmp_path} && TMPDIR={tmp_path / 'tmp'} {sys.executable} -m couplescope --tui "
+               f"--model toy-resnet --size 16 --iterations 1000000 --export {runs}; "
+               f"echo $? > {code_file}; sleep 30")
+    tmux = [TMUX, "-S", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-s", "t", command], check=True)
+    try:
+        def app_process():
+            for p in psutil.process_iter(["cmdline"]):
+                cmd = p.info["cmdline"] or []
+                if "--tui" in cmd and any("python" in c for c in cmd[:1]) and "couplescope" in cmd:
+                    return p
+            return None
+
+        wait_for(lambda: app_process() is not None, what="the app")
+        time.sleep(3)
+        subprocess.run([*tmux, "send-keys", "-t", "t", "r"], check=True)
+        app = app_process()
+        wait_for(lambda: any("couplescope.worker" in " ".join(c.cmdline()) for c in app.children()),
+                 what="the run's worker")
+        time.sleep(4)
+        processes = [app, *app.children(recursive=True)]
+        if ending == "SIGTERM":
+            app.send_signal(signal.SIGTERM)
+            wait_for(lambda: code_file.exists(), what="the app to exit")
+            assert code_file.read_text().strip() == "143"
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True,
+                                    text=True).stdout
+            assert "saved to" in screen and "Pick p" not in screen   # the terminal is back
+        else:
+            subprocess.run([*tmux, "kill-session", "-t", "t"], check=True)
+        gone, alive = psutil.wait_procs(processes, timeout=30)
+        assert not alive, [p.cmdline() for p in alive]
+        [run] = list(runs.iterdir())
+        v = json.loads((run / "results.json").read_text())["variants"][0]
+        assert v["status"] == "interrupted" and v["stats"]["n"] >= 1
+        assert not os.listdir(tmp_path / "tmp")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_sigterm_to_every_process_as_scancel_sends_it(tmp_path):
+    """Slurm signals every process of the step: the worker (in a session of its own) gets
+    SIGTERM at the same moment as couplescope. The run still ends as one SIGTERM does."""
+    runs = tmp_path / "runs"
+    proc = start("--model", "toy-resnet", "--size", "16", "--iterations", "1000000", *QUIET,
+                 "--export", runs, tmp_path=tmp_path)
+    wait_for(lambda: timed_calls(runs) >= 5, what="five timed calls")
+    processes = family(proc)
+    assert len(processes) >= 2, "the worker was never seen"
+    for p in processes:
+        p.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    [run] = list(runs.iterdir())
+    v = json.loads((run / "results.json").read_text())["variants"][0]
+    assert v["status"] == "interrupted" and v["verdict"] == "stopped" and v["stats"]["n"] >= 5
+    assert_nothing_left(processes, tmp_path)
+
+
+DIES_LATER = (
+    "import os, signal, time\n"
+    "import numpy as np\n"
+    "calls = 0\n"
+    "def initialize(config):\n    pass\n"
+    "def compute(inputs, output):\n"
+    "    global calls\n"
+    "    calls += 1\n"
+    "    if calls == 5:                       # warm-up, three timed calls, then SIGKILL\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    time.sleep(0.06)                     # one call per batch: each is reported alone\n"
+    "    output[...] = 3.0 * inputs[0]\n"
+    "def reference(inputs):\n    return 3.0 * np.asarray(inputs[0])\n")
+
+
+def test_one_status_for_a_worker_killed_half_way(tmp_path):
+    """A worker killed with SIGKILL after three passing timed calls: the table, results.json
+    (the variant and the comparison row) and the exit code all say ERROR (the comparison
+    used to say PASSED)."""
+    (tmp_path / "dies.py").write_text(DIES_LATER)
+    runs = tmp_path / "runs"
+    proc = start("--model", tmp_path / "dies.py", "--backend", "bridge", "--input-shape", "4",
+                 "--warmup", "1", "--iterations", "6", "--profile-iterations", "0", "--telemetry-hz", "0",
+                 "--export", runs, tmp_path=tmp_path)
+    processes = family(proc)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "worker ended with signal 9" in err
+    [run] = list(runs.iterdir())
+    doc = json.loads((run / "results.json").read_text())
+    v, row = doc["variants"][0], doc["comparison"][0]
+    assert v["stats"]["n"] == 3 and v["status"] == "failed" and v["verdict"] == "error"
+    assert row["verdict"] == "error" and row["passed"] is False
+    table = out.split("comparison (overhead = call minus forward):")[1]
+    (line,) = [line for line in table.splitlines() if line.startswith(v["name"])]
+    assert line.split()[-1] == "ERROR" and "PASSED" not in table
+    assert_nothing_left(processes, tmp_path)

@@ -1,0 +1,157 @@
+"""The srun launcher and batch jobs against a real Slurm (a one-node Slurm on 127.0.0.1 that
+.ci/slurm-up starts; SLURM_CONF points at it). Skipped, with the reason, where none runs.
+
+After every test nothing of ours is left running or queued in Slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.slurm, pytest.mark.e2e]
+
+
+def _slurm_reason() -> str | None:
+    if shutil.which("srun") is None or shutil.which("sinfo") is None:
+        return "no Slurm here (srun, sinfo not on PATH; .ci/slurm-up starts a one-node Slurm as root)"
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"sinfo failed: {exc}"
+    if out.returncode != 0 or "idle" not in out.stdout.split():
+        return f"no idle Slurm node (sinfo: {(out.stdout + out.stderr).strip()[:200]})"
+    return None
+
+
+REASON = _slurm_reason()
+if REASON:
+    pytestmark.append(pytest.mark.skip(reason=REASON))
+
+
+def queue() -> str:
+    return subprocess.run(["squeue", "-h", "-o", "%i %j %T"], capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left(tmp_path_factory):
+    """Every test leaves no srun and no job of its own. One test at a time, also under
+    pytest-xdist: the node has 2 CPUs, and each test owns the queue while it runs."""
+    import fcntl
+
+    lock = open(tmp_path_factory.getbasetemp().parent / "couplescope-slurm-tests.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        yield
+        _check_nothing_left()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+
+def _check_nothing_left():
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "couplescope" in queue():
+        time.sleep(0.5)
+    assert "couplescope" not in queue(), queue()
+    # zombies do not count: srun forks a helper of its own, which this machine's init
+    # (not a real init) reaps late
+    rows = subprocess.run(["ps", "-C", "srun", "-o", "pid=,stat=,args="], capture_output=True,
+                          text=True).stdout.splitlines()
+    left = [row for row in rows if row.split()[1:2] and not row.split()[1].startswith("Z")]
+    assert not left, f"srun still running: {left}"
+
+
+def test_srun_out_of_the_box_passes_and_samples_the_ranks(cli, tmp_path):
+    """No --mpi= given: couplescope picks pmix for the wheel's Open MPI; the telemetry is
+    the ranks' (children of slurmstepd), not the srun client's 10 MiB."""
+    r = cli("--preset", "simplenet-mpi", "--launcher", "srun", "--iterations", "5", "--export",
+            tmp_path / "runs", timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "find-available:not-valid" not in r.stderr   # PMIx's security boxes are silenced
+    [run] = list((tmp_path / "runs").iterdir())
+    v = json.loads((run / "results.json").read_text())["variants"][0]
+    assert v["checks_passed"] and v["mpi"]["ranks"] == 2 and len(v["mpi"]["per_rank"]) == 2
+    summary = v["telemetry"]["summary"]
+    assert summary["rss_peak"] > 200 * 2**20, summary   # torch in two ranks, not srun's 10 MiB
+    assert summary["processes_peak"] >= 3, summary      # srun and both ranks
+    series = {k for entry in v["telemetry"]["timeline"] for k in entry}
+    assert {"rank0/rss_mib", "rank1/rss_mib", "rank0/cpu_percent", "rank1/cpu_percent"} <= series, series
+
+
+def test_a_pending_step_is_reported_at_once_and_given_up(cli):
+    """More tasks than the node's CPUs: Slurm would keep the step pending for ever."""
+    started = time.monotonic()
+    r = cli("--model", "simplenet", "--backend", "mpi", "--ranks", str((os.cpu_count() or 2) + 1),
+            "--launcher", "srun", "--iterations", "3", env={"COUPLESCOPE_SRUN_PENDING_SECONDS": "6"},
+            timeout=120)
+    assert r.returncode == 1
+    assert "is pending (" in r.stderr and "--oversubscribe or fewer --ranks" in r.stderr
+    assert "gave up after 6 s" in r.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_srun_s_own_error_line_reaches_the_user(cli):
+    r = cli("--model", "simplenet", "--backend", "mpi", "--launcher", "srun", "--launcher-args=--bogus",
+            "--iterations", "3", timeout=120)
+    assert r.returncode == 1
+    assert "srun: unrecognized option '--bogus'" in r.stderr
+
+
+def run_batch_job(sbatch_args: list[str], cwd, out) -> dict:
+    """Submit, wait until Slurm has ended the job (its limit), and return the first
+    variant of the results.json it exported; the job's output must say what was kept."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"   # this venv's couplescope
+    job = subprocess.run(["sbatch", "--parsable", f"--output={out}", *sbatch_args], capture_output=True,
+                         text=True, env=env, cwd=cwd, check=True).stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and job in queue():
+            time.sleep(2)
+        assert job not in queue(), "the job outlived its limit by minutes"
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+    text = out.read_text()
+    assert "SIGTERM: stopped; what was measured is kept" in text, text[-2000:]
+    [results] = list(cwd.glob("*/*/results.json"))
+    return json.loads(results.read_text())["variants"][0]
+
+
+def test_a_batch_job_at_its_time_limit_keeps_what_it_measured(tmp_path):
+    """sbatch --time=1: at the limit Slurm sends SIGTERM to the job's processes (SIGKILL after
+    KillWait); couplescope exports what it measured and says so."""
+    command = ("exec couplescope --model toy-resnet --size 16 --iterations 10000000 "
+               "--telemetry-hz 0 --profile-iterations 0 --quiet --export D")
+    v = run_batch_job(["--time=1", "--job-name=couplescope-limit-test", "--wrap", command], tmp_path,
+                      tmp_path / "job.out")
+    assert v["status"] == "interrupted" and v["stats"]["n"] > 100
+
+
+def _documented_batch_script() -> str:
+    """The sbatch script docs/mpi.md shows, exactly as written there."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mpi.md").read_text()
+    after = text.split("<!-- the batch script tested by tests/test_slurm.py -->", 1)[1]
+    return after.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_batch_script_keeps_its_results_at_the_limit(tmp_path):
+    """docs/mpi.md's script, with a 2-minute limit and the warning 30 s before it given on
+    sbatch's command line (they override its #SBATCH lines; Slurm may send the warning up
+    to 60 s early, so a 1-minute limit could signal it before the first iteration): srun's
+    ranks inside the job, SIGTERM to couplescope only, its step ended by couplescope,
+    results exported."""
+    script = tmp_path / "couplescope.sbatch"
+    script.write_text(_documented_batch_script())
+    assert "exec couplescope" in script.read_text() and "--signal=B:TERM@" in script.read_text()
+    v = run_batch_job(["--time=2", "--signal=B:TERM@30", str(script)], tmp_path, tmp_path / "job.out")
+    assert v["status"] == "interrupted" and v["stats"]["n"] > 100, v.get("status")
+    assert v["mpi"]["ranks"] == 2 and v["checks_passed"]
