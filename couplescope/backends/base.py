@@ -161,7 +161,8 @@ class Team:
         if isinstance(exc, Exception):
             import traceback
 
-            self.now("variant_failed", reason=first_line(exc), kind="error",
+            # the type too: "bad config" alone does not say a user module raised ValueError
+            self.now("variant_failed", reason=error_text(exc), kind="error",
                      traceback="".join(traceback.format_exception(exc)))
             return EXIT_FAILED
         raise exc

@@ -111,31 +111,20 @@ class BridgeModuleWorkload(UserFileWorkload):
         check_contract(mod, self.path)
         return mod
 
-    def _call(self, function: str, *args):
-        """Call the module's `function`; what it raises is bad input (the user's module), said
-        in one line, not a crash of couplescope."""
-        try:
-            return getattr(self.module(), function)(*args)
-        except UsageError:
-            raise
-        except Exception as exc:
-            text = str(exc).strip().splitlines()
-            raise UsageError(f"{self.path}: {function}() raised {type(exc).__name__}"
-                             + (f": {text[0]}" if text else "")) from None
-
     def build(self, size, dtype, seed):
         """The module itself, initialised once so its reference() can run."""
         from couplescope.workloads.bridge_contract import untimed_phase
 
-        self._call("initialize", {"model": self.path, "size": size, "dtype": dtype, "seed": seed,
-                                  "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
-                                  "phase": untimed_phase, "threads": None})
-        return self.module()
+        mod = self.module()
+        mod.initialize({"model": self.path, "size": size, "dtype": dtype, "seed": seed,
+                        "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
+                        "phase": untimed_phase, "threads": None})
+        return mod
 
     def host_arrays(self, size, dtype, seed):
         mod = self.module()
         if callable(getattr(mod, "make_inputs", None)):
-            arrays = self._call("make_inputs", size, seed)
+            arrays = mod.make_inputs(size, seed)
             return {f"x{i}": fortran_array(np.asarray(a)) for i, a in enumerate(arrays)}
         if not self.shapes:
             raise UsageError(f"{self.path} has no make_inputs(size, seed): give --input-shape")
@@ -151,7 +140,7 @@ class BridgeModuleWorkload(UserFileWorkload):
         names = self.calls(size)[0].inputs
         inputs = tuple(arrays[n] for n in names)
         if callable(getattr(module, "reference", None)):
-            return {"y": np.asarray(self._call("reference", inputs))}
+            return {"y": np.asarray(module.reference(inputs))}
         raise UsageError(f"bridge module {self.path} has no reference(inputs) function; "
                          "couplescope needs one to check the coupled output (see docs/bridge.md)")
 
@@ -165,7 +154,7 @@ class ModelModuleWorkload(BridgeModuleWorkload):
         return self.imported()
 
     def build(self, size, dtype, seed):
-        model = self._call("make_model", size, dtype, seed)
+        model = self.imported().make_model(size, dtype, seed)
         return model.eval() if hasattr(model, "eval") else model
 
     def expected(self, module, arrays, size):
