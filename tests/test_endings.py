@@ -76,15 +76,19 @@ def assert_nothing_left(processes, tmp_path):
     assert not left, left
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, sig, code):
+@pytest.mark.parametrize("sig,code,to", [(signal.SIGTERM, 143, "couplescope"), (signal.SIGHUP, 129, "couplescope"),
+                                         (signal.SIGTERM, 143, "every process")])
+def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, sig, code, to):
+    """`to` every process: as Slurm's scancel and time limit signal every process of the
+    step, the worker (in a session of its own) at the same moment as couplescope."""
     runs = tmp_path / "runs"
     proc = start("--model", "toy-resnet", "--size", "16", "--iterations", "1000000", *QUIET,
                  "--export", runs, tmp_path=tmp_path)
     wait_for(lambda: timed_calls(runs) >= 5, what="five timed calls")
     processes = family(proc)
     assert len(processes) >= 2, "the worker was never seen"
-    os.kill(proc.pid, sig)
+    for p in (processes if to == "every process" else processes[:1]):
+        p.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert "Traceback" not in err
@@ -92,7 +96,7 @@ def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, s
     [run] = list(runs.iterdir())
     doc = json.loads((run / "results.json").read_text())
     v = doc["variants"][0]
-    assert v["status"] == "interrupted" and v["stats"]["n"] >= 5
+    assert v["status"] == "interrupted" and v["verdict"] == "stopped" and v["stats"]["n"] >= 5
     assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
     assert "comparison (overhead" in out   # the statistics were printed
     assert not list(run.glob("*.tmp-*"))
@@ -208,26 +212,6 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
         assert not os.listdir(tmp_path / "tmp")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
-
-
-def test_sigterm_to_every_process_as_scancel_sends_it(tmp_path):
-    """Slurm signals every process of the step: the worker (in a session of its own) gets
-    SIGTERM at the same moment as couplescope. The run still ends as one SIGTERM does."""
-    runs = tmp_path / "runs"
-    proc = start("--model", "toy-resnet", "--size", "16", "--iterations", "1000000", *QUIET,
-                 "--export", runs, tmp_path=tmp_path)
-    wait_for(lambda: timed_calls(runs) >= 5, what="five timed calls")
-    processes = family(proc)
-    assert len(processes) >= 2, "the worker was never seen"
-    for p in processes:
-        p.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
-    assert "Traceback" not in err
-    [run] = list(runs.iterdir())
-    v = json.loads((run / "results.json").read_text())["variants"][0]
-    assert v["status"] == "interrupted" and v["verdict"] == "stopped" and v["stats"]["n"] >= 5
-    assert_nothing_left(processes, tmp_path)
 
 
 DIES_LATER = (
