@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workloads.base import Workload, fortran_array, numpy_dtype
+from couplescope.workloads.base import Workload, estimate, fortran_array, numpy_dtype
 
 
 class SimpleNet(nn.Module):
@@ -44,4 +44,10 @@ class SimpleNetWorkload(Workload):
 
     def expected(self, module, arrays, size):
         return {"y": 2.0 * arrays["x"]}
+
+    def memory_estimate(self, size, dtype):
+        # rows of 5 in and out; nothing else grows with the batch but the check
+        return estimate(5 * size, 5 * size, dtype)
+
+
 WORKLOAD = SimpleNetWorkload()

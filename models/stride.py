@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from couplescope.workloads.base import Workload, fortran_array, max_relative_error, numpy_dtype
+from couplescope.workloads.base import Workload, estimate, fortran_array, max_relative_error, numpy_dtype
 
 
 class StrideNet(nn.Module):
@@ -64,6 +64,10 @@ class StrideWorkload(Workload):
             return float("inf")
         got[0, 1] = -got[0, 1]
         return max_relative_error(got / 2, x)
+
+    def memory_estimate(self, size, dtype):
+        # N x N in and out, and the zeros_like(x) the model fills
+        return estimate(size * size, size * size, dtype, working_elements=size * size)
 
 
 WORKLOAD = StrideWorkload()

@@ -308,3 +308,53 @@ def test_runs_from_inside_the_source_checkout():
 def test_options_that_apply_to_nothing_are_refused(command, args, message):
     r = command(*args, *FAST)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("model,size", [("polynomial", 1_000_000_000), ("deep-linear", 100_000_000)])
+def test_a_size_too_big_for_this_machine_is_refused_before_allocating(cli, tmp_path, model, size):
+    """It used to grow to about 12 GB (polynomial) or spend minutes building layers
+    (deep-linear); now one line with the estimate and the limit, exit 2, nothing written."""
+    r = cli("--model", model, "--size", size, "--export", tmp_path / "runs", *FAST, timeout=60)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"couplescope: --size {size} for {model} needs about ")
+    assert "over the limit of" in line and "available); use a smaller --size, or --memory-limit" in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.e2e
+def test_memory_limit_overrides_the_estimate_both_ways(cli):
+    r = cli("--model", "simplenet", "--size", "100000", "--memory-limit", "1M", *FAST)
+    assert r.returncode == 2 and "over the limit of 1.0M (--memory-limit 1.0M)" in r.stderr
+    r = cli("--model", "polynomial", "--size", "200000", "--memory-limit", "none", *FAST)
+    assert r.returncode == 0, r.stderr
+
+
+def test_memory_sizes_read_as_people_write_them(command):
+    from couplescope.protocol.sizes import bytes_text, parse_bytes
+
+    assert parse_bytes("16G") == 16 * 2**30 and parse_bytes("512m") == 512 * 2**20
+    assert parse_bytes("1.5T") == int(1.5 * 2**40) and parse_bytes("none") is None
+    assert bytes_text(16 * 2**30) == "16.0G" and bytes_text(1.2 * 2**30, round_up=True) == "2G"
+    r = command("--model", "simplenet", "--memory-limit", "lots")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "couplescope: memory size 'lots' is not one: give a number with K, M, G or T "
+        "(binary units, e.g. 512M, 16G) or none")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("source,message", [
+    ("def initialize(config)\n    pass\n", "has a syntax error on line 1: expected ':'"),
+    ("import no_such_module_here\n", "failed: ModuleNotFoundError: No module named 'no_such_module_here'"),
+    ("raise ValueError('not on this machine')\n", "failed: ValueError: not on this machine"),
+])
+def test_a_broken_user_module_is_bad_input_like_a_missing_compute(cli, tmp_path, source, message):
+    """A syntax error used to exit 1 where a missing compute exits 2: both are the user's file.
+    (What its functions raise once it has imported is the variant failing: exit 1, as for
+    an MPI rank that raises in test_mpi.py.)"""
+    (tmp_path / "mine.py").write_text(source)
+    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4", *FAST)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert message in line and str(tmp_path / "mine.py") in line

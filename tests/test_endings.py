@@ -76,15 +76,19 @@ def assert_nothing_left(processes, tmp_path):
     assert not left, left
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, sig, code):
+@pytest.mark.parametrize("sig,code,to", [(signal.SIGTERM, 143, "couplescope"), (signal.SIGHUP, 129, "couplescope"),
+                                         (signal.SIGTERM, 143, "every process")])
+def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, sig, code, to):
+    """`to` every process: as Slurm's scancel and time limit signal every process of the
+    step, the worker (in a session of its own) at the same moment as couplescope."""
     runs = tmp_path / "runs"
     proc = start("--model", "toy-resnet", "--size", "16", "--iterations", "1000000", *QUIET,
                  "--export", runs, tmp_path=tmp_path)
     wait_for(lambda: timed_calls(runs) >= 5, what="five timed calls")
     processes = family(proc)
     assert len(processes) >= 2, "the worker was never seen"
-    os.kill(proc.pid, sig)
+    for p in (processes if to == "every process" else processes[:1]):
+        p.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert "Traceback" not in err
@@ -92,7 +96,7 @@ def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, s
     [run] = list(runs.iterdir())
     doc = json.loads((run / "results.json").read_text())
     v = doc["variants"][0]
-    assert v["status"] == "interrupted" and v["stats"]["n"] >= 5
+    assert v["status"] == "interrupted" and v["verdict"] == "stopped" and v["stats"]["n"] >= 5
     assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
     assert "comparison (overhead" in out   # the statistics were printed
     assert not list(run.glob("*.tmp-*"))
@@ -208,3 +212,42 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
         assert not os.listdir(tmp_path / "tmp")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+DIES_LATER = (
+    "import os, signal, time\n"
+    "import numpy as np\n"
+    "calls = 0\n"
+    "def initialize(config):\n    pass\n"
+    "def compute(inputs, output):\n"
+    "    global calls\n"
+    "    calls += 1\n"
+    "    if calls == 5:                       # warm-up, three timed calls, then SIGKILL\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    time.sleep(0.06)                     # one call per batch: each is reported alone\n"
+    "    output[...] = 3.0 * inputs[0]\n"
+    "def reference(inputs):\n    return 3.0 * np.asarray(inputs[0])\n")
+
+
+def test_one_status_for_a_worker_killed_half_way(tmp_path):
+    """A worker killed with SIGKILL after three passing timed calls: the table, results.json
+    (the variant and the comparison row) and the exit code all say ERROR (the comparison
+    used to say PASSED)."""
+    (tmp_path / "dies.py").write_text(DIES_LATER)
+    runs = tmp_path / "runs"
+    proc = start("--model", tmp_path / "dies.py", "--backend", "bridge", "--input-shape", "4",
+                 "--warmup", "1", "--iterations", "6", "--profile-iterations", "0", "--telemetry-hz", "0",
+                 "--export", runs, tmp_path=tmp_path)
+    processes = family(proc)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "worker ended with signal 9" in err
+    [run] = list(runs.iterdir())
+    doc = json.loads((run / "results.json").read_text())
+    v, row = doc["variants"][0], doc["comparison"][0]
+    assert v["stats"]["n"] == 3 and v["status"] == "failed" and v["verdict"] == "error"
+    assert row["verdict"] == "error" and row["passed"] is False
+    table = out.split("comparison (overhead = call minus forward):")[1]
+    (line,) = [line for line in table.splitlines() if line.startswith(v["name"])]
+    assert line.split()[-1] == "ERROR" and "PASSED" not in table
+    assert_nothing_left(processes, tmp_path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -64,9 +65,11 @@ def test_every_iteration_is_checked_in_batches(cli, tmp_path, built):
     assert all(it["passed"] and it["max_rel_error"] == 0.0 for it in timed)
 
 
-def test_a_c_plus_plus_exception_in_the_call_is_a_failed_iteration(cli, tmp_path, built):
+@pytest.mark.parametrize("host", ["native", "python"])
+def test_a_c_plus_plus_exception_in_the_call_is_a_failed_iteration(cli, tmp_path, built, host):
     """view(-1) fails on the Fortran-strided tensors a direct coupling passes (the reference,
-    on C-ordered copies, works): libtorch throws inside forward, in the middle of a batch."""
+    on C-ordered copies, works): libtorch throws inside forward, in the middle of a batch.
+    The line names the error once and the model's own line that failed (issue 12 item 9)."""
     import torch
 
     class Flat(torch.nn.Module):
@@ -75,11 +78,14 @@ def test_a_c_plus_plus_exception_in_the_call_is_a_failed_iteration(cli, tmp_path
 
     torch.jit.save(torch.jit.script(Flat()), tmp_path / "flat.pt")
     r = cli("--model", tmp_path / "flat.pt", "--input-shape", "4,3", "--dtype", "float32",
-            "--host", "native", *FAST)
+            "--host", host, *FAST)
     assert r.returncode == 1, r.stderr
     failed = [line for line in r.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 3
-    assert "view size is not compatible" in failed[0] and "\n" not in failed[0]
+    assert "(RuntimeError: view size is not compatible" in failed[0] and "\n" not in failed[0]
+    assert "RuntimeError: RuntimeError" not in failed[0]
+    where = re.escape("return (x.view(-1) * 2).view(x.shape)")
+    assert re.search(rf"\(at test_native_host\.py:\d+: {where}\)\)$", failed[0]), failed[0]
     assert "Exception raised from" not in r.stdout   # libtorch's C++ backtrace stays out
 
 

@@ -119,6 +119,19 @@ def test_compare_exit_codes_the_table_and_the_json(command, tmp_path):
                                        "verdict", "base_n", "new_n", "notes"}
 
 
+def test_compare_names_a_new_run_whose_variant_did_not_pass(command, tmp_path):
+    """A worker SIGKILLed half way (a recorded run): its timings compare, and the line under
+    the table says the variant ended ERROR, as its own table and results.json did."""
+    died = document("dies")
+    assert died["variants"][0]["verdict"] == "error"
+    a, b = save(died, tmp_path / "a"), save(died, tmp_path / "b")
+    r = command("--compare", a, b)
+    name = died["variants"][0]["name"]
+    assert f"note: in the new run, {name} ERROR (its own exit code said so)" in r.stdout, r.stdout
+    doc = json.loads(command("--compare", a, b, "--json").stdout)
+    assert doc["variants"][0]["new_ended"] == "error" and doc["variants"][0]["base_ended"] == "error"
+
+
 def test_compare_refuses_bad_input_with_one_line_and_exit_2(command, tmp_path):
     a = save(document("two-backends"), tmp_path / "a")
     other = save(document("layout-c"), tmp_path / "other")

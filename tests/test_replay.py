@@ -117,7 +117,7 @@ def test_a_worker_that_died_is_a_failed_variant_with_its_reason():
     assert outcome.exit_code == 1
     assert "worker ended with signal 9" in err
     (v,) = outcome.builder.document()["variants"]
-    assert v["status"] == "failed" and v["error_kind"] == "error"
+    assert v["status"] == "failed" and v["error_kind"] == "error" and v["verdict"] == "error"
 
 
 def test_diagnostics_in_a_recording_reach_the_printer():

@@ -120,7 +120,7 @@ async def test_a_worker_that_died_is_reported_and_the_app_goes_on(tmp_path):
     app = replay_app("dies", tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
-        assert app.runs[1].status == "failed"
+        assert app.runs[1].status == "error" and app.runs[1].checks() == "ERROR"
         assert any("worker ended with signal 9" in n.message for n in app._notifications)
         assert app.is_running
 

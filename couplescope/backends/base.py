@@ -20,6 +20,7 @@ backend it is: where behaviour differs, there is a hook here.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -160,7 +161,8 @@ class Team:
         if isinstance(exc, Exception):
             import traceback
 
-            self.now("variant_failed", reason=first_line(exc), kind="error",
+            # the type too: "bad config" alone does not say a user module raised ValueError
+            self.now("variant_failed", reason=error_text(exc), kind="error",
                      traceback="".join(traceback.format_exception(exc)))
             return EXIT_FAILED
         raise exc
@@ -177,24 +179,62 @@ def first_line(exc: BaseException) -> str:
     return essential_line(text) if text else type(exc).__name__
 
 
+def error_text(exc: BaseException) -> str:
+    """"Type: the essential line", the type said once (a TorchScript error's essential
+    line already starts with its own)."""
+    line = first_line(exc)
+    return line if _SCRIPT_ERROR.match(line) else f"{type(exc).__name__}: {line}"
+
+
 #: the error line at the end of a TorchScript interpreter traceback ("RuntimeError: ...")
 _SCRIPT_ERROR = re.compile(r"^\s*(\w*(?:Error|Exception)): (.+)$")
 _SCRIPT_HEADER = "The following operation failed in the TorchScript interpreter"
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_HERE = "<--- HERE"
 
 
 def essential_line(text: str) -> str:
     """The one line that says what went wrong. Most messages lead with it; a TorchScript
     interpreter error leads with "The following operation failed in the TorchScript
-    interpreter." and a traceback, and ends with the line that matters ("RuntimeError:
-    view size is not compatible ..."); libtorch's C++ backtrace is never the line."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    interpreter." (after "RuntimeError: " when it came through the embedded host) and a
+    traceback, and ends with the line that matters ("RuntimeError: mat1 and mat2 shapes
+    cannot be multiplied (8x3 and 16x4)"), to which the operation that failed is added
+    (script_operation); libtorch's C++ backtrace is never the line."""
+    raw = text.strip().splitlines()
+    lines = [line.strip() for line in raw if line.strip()]
     if not lines:
         return ""
-    if lines[0].startswith(_SCRIPT_HEADER):
-        errors = [m.group(0).strip() for m in map(_SCRIPT_ERROR.match, lines) if m]
+    first = _SCRIPT_ERROR.match(lines[0])
+    if (first.group(2) if first else lines[0]).startswith(_SCRIPT_HEADER):
+        errors = [m.group(0).strip() for m in map(_SCRIPT_ERROR.match, lines[1:]) if m]
         if errors:
-            return errors[-1]
+            where = script_operation(raw)
+            return f"{errors[-1]} (at {where})" if where else errors[-1]
     return lines[0]
+
+
+def script_operation(lines: list[str]) -> str | None:
+    """Where a TorchScript error happened: "file:line: the code", from the traceback's
+    innermost frame of the original code outside torch itself (the model's own line, not
+    torch's nn/functional.py), else of the serialized code."""
+    sections: list[list] = [[]]   # per traceback: [file, line, code line], innermost last
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback of TorchScript"):
+            sections.append([])
+            continue
+        frame = _FRAME.match(line)
+        if frame:
+            sections[-1].append([frame.group(1), frame.group(2), None])
+        elif _HERE in line and sections[-1] and i > 0:
+            sections[-1][-1][2] = lines[i - 1].strip()
+    for section in reversed(sections):   # the original code's section comes last
+        frames = [f for f in section if f[2]]
+        if not frames:
+            continue
+        own = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]] or frames
+        path, number, code = own[-1]
+        return f"{os.path.basename(path)}:{number}: {code}"
+    return None
 
 
 class Backend:

@@ -113,7 +113,7 @@ class PythonBatchRunner(BatchRunner):
         self.coupling, self.clock = coupling, clock
 
     def _calls(self, count: int, stop):
-        from couplescope.backends.base import first_line
+        from couplescope.backends.base import error_text
 
         coupling, clock, call, copyto = self.coupling, self.clock, self.coupling.call, np.copyto
         fills = [(a, self._nan[n]) for n, a in self.outputs.items()]
@@ -131,7 +131,7 @@ class PythonBatchRunner(BatchRunner):
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as exc:  # a failing model is a FAILED check, not a crash
-                failure = (f"{type(exc).__name__}: {first_line(exc)}", perf_counter() - t0)
+                failure = (error_text(exc), perf_counter() - t0)
                 clock.reset()
                 break
             seconds = perf_counter() - t0

@@ -83,7 +83,8 @@ class Pipeline:
             # last: the front end's closing lines come before the second or two it takes
             self.summary_plot = SummaryPlot(self.exporter)
             chain.append(self.summary_plot)
-        self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker)
+        self.session = Session(request.specs, chain, title=request.title, start_worker=start_worker,
+                               worker_env=request.worker_env())
 
     def run(self) -> Outcome:
         builder = self.session.run()

@@ -34,6 +34,7 @@ class RunOptions:
     overrides: dict = field(default_factory=dict)   # RunSpec field -> value the user set
     export: str | None = None                # a parent directory for a new run directory
     telemetry_hz: float = DEFAULT_TELEMETRY_HZ
+    memory_limit: str | None = None          # "16G", "none": what a variant may plan to use
 
     def __post_init__(self) -> None:
         unknown = set(self.overrides) - set(SPEC_KEYS)
@@ -52,6 +53,14 @@ class RunRequest:
     preset: str | None = None
     #: what the user should know before the run (a variant falling back to the python host)
     notes: tuple = ()
+    #: the memory a variant may plan to use ("16G", "none"; None: half of what is available)
+    memory_limit: str | None = None
+
+    def worker_env(self) -> dict:
+        """What every worker of this request is told (couplescope.protocol.contract)."""
+        from couplescope.protocol.contract import MEMORY_LIMIT_ENV
+
+        return {MEMORY_LIMIT_ENV: self.memory_limit} if self.memory_limit else {}
 
 
 def split_list(text, convert=str) -> list | None:
@@ -107,11 +116,21 @@ def build(options: RunOptions) -> RunRequest:
     specs, notes = resolve_hosts(specs)
     return RunRequest(title=title, specs=tuple(named(specs)), export=options.export,
                       telemetry_hz=check_rate(options.telemetry_hz), preset=options.preset,
-                      notes=notes)
+                      notes=notes, memory_limit=check_memory_limit(options.memory_limit))
+
+
+def check_memory_limit(text: str | None) -> str | None:
+    """--memory-limit as given, once it reads as a size or none (UsageError otherwise)."""
+    if text is None:
+        return None
+    from couplescope.protocol.sizes import parse_bytes
+
+    parse_bytes(text)
+    return str(text).strip()
 
 
 def from_specs(specs, title: str = "", export: str | None = None,
-               telemetry_hz: float = 0.0) -> RunRequest:
+               telemetry_hz: float = 0.0, memory_limit: str | None = None) -> RunRequest:
     """A request for RunSpecs made in code (the library API): named and checked."""
     from couplescope.core.telemetry.sampler import check_rate
 
@@ -121,7 +140,8 @@ def from_specs(specs, title: str = "", export: str | None = None,
     validate_all(specs)
     specs, notes = resolve_hosts(specs)
     return RunRequest(title=title or specs[0].model, specs=tuple(named(specs)), export=export,
-                      telemetry_hz=check_rate(telemetry_hz), notes=notes)
+                      telemetry_hz=check_rate(telemetry_hz), notes=notes,
+                      memory_limit=check_memory_limit(memory_limit))
 
 
 def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:

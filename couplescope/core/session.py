@@ -22,8 +22,10 @@ from couplescope.results.builder import ResultsBuilder
 
 
 class Session:
-    def __init__(self, specs, listeners=(), title: str = "", start_worker=None) -> None:
+    def __init__(self, specs, listeners=(), title: str = "", start_worker=None,
+                 worker_env: dict | None = None) -> None:
         self.specs = list(specs)
+        self.worker_env = dict(worker_env or {})   # for every worker (the memory limit)
         self.listeners = list(listeners)
         self.start_worker = start_worker or WorkerProcess
         self.builder = ResultsBuilder(title)
@@ -75,7 +77,7 @@ class Session:
             self.signal = signum_of(exc)
 
     def _run_one(self, spec) -> None:
-        env = {}
+        env = dict(self.worker_env)
         for listener in self.listeners:
             env.update(listener.worker_env(spec) or {})
         prepare = getattr(self.start_worker, "prepare", None)

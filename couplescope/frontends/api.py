@@ -15,17 +15,20 @@ from couplescope.protocol.spec import RunSpec
 
 
 def run(specs, export: str | None = None, telemetry_hz: float = 0.0, listeners=(),
-        title: str = "") -> dict:
+        title: str = "", memory_limit: str | None = None) -> dict:
     """Measure one RunSpec or a list of them; return the results document (results.json).
 
     export: a parent directory for a new run directory (like --export DIR).
     telemetry_hz: sample CPU/GPU telemetry at this rate (0: off).
     listeners: extra couplescope.protocol.listener.Listener objects (to watch events live).
+    memory_limit: what a variant may plan to use ("16G", "none"; default half the memory
+    available): a size whose estimate exceeds it fails as bad input before allocating.
     Raises UsageError for bad input, before anything runs.
     """
     from couplescope.core import pipeline, request
 
-    req = request.from_specs(specs, title=title, export=export, telemetry_hz=telemetry_hz)
+    req = request.from_specs(specs, title=title, export=export, telemetry_hz=telemetry_hz,
+                             memory_limit=memory_limit)
     return pipeline.run(req, list(listeners)).document()
 
 

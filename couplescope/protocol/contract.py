@@ -19,6 +19,9 @@ MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
 #: the pid of the couplescope process that started a worker: a worker whose parent is gone
 #: ends itself (the worker's main), even under a launcher (mpiexec, srun) in between
 PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
+#: how much memory a variant may plan to use (couplescope.worker.memory_check): "16G",
+#: "none" for no limit; unset: half of what is available
+MEMORY_LIMIT_ENV = "COUPLESCOPE_MEMORY_LIMIT"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 

@@ -14,10 +14,19 @@ import math
 import os
 
 from couplescope.protocol import events
+from couplescope.protocol.contract import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from couplescope.results import ranks as mpi_stats
 from couplescope.results import stats
 
 SCHEMA_VERSION = 1
+
+#: a variant's one-word outcome, as every front end shows it (VariantResult.verdict)
+VERDICTS = ("running", "passed", "failed", "error", "stopped")
+
+
+def verdict_word(verdict: str) -> str:
+    """How tables print a verdict: PASSED, FAILED, ERROR, STOPPED, running."""
+    return verdict if verdict == "running" else verdict.upper()
 
 
 class VariantResult:
@@ -57,7 +66,27 @@ class VariantResult:
                                   [it["seconds"] for it in self.steps])
 
     def all_passed(self) -> bool:
+        """Every iteration measured so far passed its check (says nothing of how it ended)."""
         return bool(self.iterations) and all(it["passed"] for it in self.iterations)
+
+    @property
+    def verdict(self) -> str:
+        """The variant's one status, shown by the headless table, results.json and the app:
+
+        failed   a check failed (whatever ended the variant: a wrong answer comes first)
+        error    it broke before finishing: a crash, a worker killed, bad input found in
+                 the worker; the checks it made passed
+        stopped  a signal or the user stopped it; the checks it made passed
+        running  not over yet
+        passed   it finished and every check passed
+        """
+        if self.failed_checks():
+            return "failed"
+        if self.status == "failed" or (self.status == "finished" and not self.iterations):
+            return "error"
+        if self.status == "interrupted":
+            return "stopped"
+        return "running" if self.status == "running" else "passed"
 
     def failed_checks(self) -> int:
         return sum(1 for it in self.iterations if not it["passed"])
@@ -65,7 +94,7 @@ class VariantResult:
     def to_dict(self) -> dict:
         s = self.stats()
         return {"name": self.name, "spec": self.spec, "status": self.status,
-                "error": self.error, "error_kind": self.error_kind,
+                "verdict": self.verdict, "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
                 "iterations": [_json_safe(it) for it in self.iterations],
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
@@ -172,7 +201,7 @@ class ResultsBuilder:
             rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
                          "forward": forward,
                          "overhead": (s["median"] - forward) if forward is not None else None,
-                         "passed": v.all_passed(), "n": s["n"],
+                         "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"],
                          "compile_status": (v.compile or {}).get("status"),
                          "compile_seconds": (v.compile or {}).get("seconds")})
         fastest = min((r["median"] for r in rows), default=None)
@@ -186,12 +215,14 @@ class ResultsBuilder:
                 "comparison": self.comparison(), **self.extra}
 
     def exit_code(self) -> int:
-        """0 all checks passed, 1 a check failed or a variant broke, 2 bad input, 130 interrupted."""
-        kinds = [v.error_kind for v in self.variants.values()]
-        if "interrupted" in kinds:
-            return 130
-        if "usage" in kinds:
-            return 2
-        if any(v.status == "failed" or not v.all_passed() for v in self.variants.values()):
-            return 1
-        return 0
+        """From the verdicts (docs/usage.md has the whole table): 130 a variant was stopped,
+        2 one found bad input in the worker, 1 one failed a check or broke, else 0. (A
+        signal's own code and a write failure's are the pipeline's: core.pipeline.Outcome.)"""
+        verdicts = {v.verdict for v in self.variants.values()}
+        if "stopped" in verdicts or any(v.status == "interrupted" for v in self.variants.values()):
+            return EXIT_INTERRUPTED
+        if any(v.error_kind == "usage" for v in self.variants.values()):
+            return EXIT_USAGE
+        if verdicts & {"failed", "error", "running"}:
+            return EXIT_FAILED
+        return EXIT_OK

@@ -104,7 +104,9 @@ def compare_variant(name: str, base: dict | None, new: dict | None, threshold: f
     row = {"name": name, "base_median": None, "new_median": None, "ratio": None,
            "ci_low": None, "ci_high": None, "base_n": 0, "new_n": 0,
            "base_checks_passed": base.get("checks_passed") if base else None,
-           "new_checks_passed": new.get("checks_passed") if new else None, "notes": []}
+           "new_checks_passed": new.get("checks_passed") if new else None,
+           "base_ended": base.get("verdict") if base else None,
+           "new_ended": new.get("verdict") if new else None, "notes": []}
     if base is None or new is None:
         row["verdict"] = ONLY_NEW if base is None else ONLY_BASE
         return row

@@ -26,11 +26,12 @@ from time import perf_counter
 
 import numpy as np
 
-from couplescope.backends.base import Coupling, CouplingContext, essential_line, first_line
+from couplescope.backends.base import Coupling, CouplingContext, error_text, essential_line, first_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol import events
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
+from couplescope.worker import memory_check
 from couplescope.workloads import catalogue
 
 
@@ -81,7 +82,8 @@ class Prepared:
 # -- building a variant -----------------------------------------------------------------
 
 def prepare(spec, backend, tmpdir: str, rank: int = 0) -> Prepared:
-    """Everything the timed loop needs, built outside it. Raises UsageError for bad input."""
+    """Everything the timed loop needs, built outside it. Raises UsageError for bad input
+    (a size too big for the memory here included, before anything is allocated)."""
     backend.validate(spec)   # a spec that skipped validation is refused the same way
     workload = catalogue.load(spec.model, spec.input_shape, spec.dtype)
     size = spec.size if spec.size is not None else workload.default_size
@@ -90,6 +92,21 @@ def prepare(spec, backend, tmpdir: str, rank: int = 0) -> Prepared:
         workload.validate_size(size)
     except ValueError as exc:
         raise UsageError(f"--size {size} for {workload.name}: {exc}") from None
+    here = backend.processes(spec) if backend.placement_known(spec) else 1
+    memory_check.check(workload, size, dtype, here)
+    try:
+        return _build(spec, backend, workload, size, dtype, tmpdir, rank)
+    except MemoryError:   # the estimate was overridden, or wrong: still bad input, said plainly
+        raise UsageError(f"--size {size} for {workload.name} ran out of memory while building "
+                         "the model and its arrays; use a smaller --size") from None
+    except RuntimeError as exc:   # torch's allocator says it in words
+        if "can't allocate memory" not in str(exc) and "out of memory" not in str(exc):
+            raise
+        raise UsageError(f"--size {size} for {workload.name} ran out of memory while building "
+                         f"the model and its arrays ({first_line(exc)}); use a smaller --size") from None
+
+
+def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: int) -> Prepared:
     arrays = host_arrays(workload, spec, size, dtype, rank)
     calls = workload.calls(size)
     eager = workload.build(size, dtype, spec.seed)
@@ -124,7 +141,7 @@ def host_arrays(workload, spec, size: int, dtype: str, rank: int) -> dict:
 def _expected(workload, eager, arrays, size, calls) -> dict:
     try:
         return workload.expected(eager, arrays, size)
-    except UsageError:
+    except (UsageError, MemoryError):
         raise
     except Exception as exc:
         shapes = ", ".join(str(arrays[n].shape) for n in calls[0].inputs)
@@ -179,7 +196,7 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a failing model is a FAILED check, not a crash
-            error = f"{type(exc).__name__}: {first_line(exc)}"
+            error = error_text(exc)
         seconds = perf_counter() - t0
         if hosted is not None:   # timed by the host itself (native: in C++)
             seconds = hosted

@@ -121,6 +121,13 @@ class Workload:
                 out[call.output] = module(*tensors).detach().cpu().numpy().copy()
         return out
 
+    def memory_estimate(self, size: int, dtype: str) -> dict[str, int] | None:
+        """What the worker will need at `size`, by part, in bytes, before anything is
+        allocated: {"host arrays": ..., "model": ..., "working memory": ...}; None when
+        unknown (then no size is refused). Arithmetic on shapes only: nothing is built.
+        couplescope.worker.memory_check compares the sum with the memory available."""
+        return None
+
     def tolerance(self, dtype: str) -> float:
         return self.rtol.get(dtype, DEFAULT_RTOL.get(dtype, 1e-5))
 
@@ -143,6 +150,27 @@ def torch_dtype(name: str):
 
     return {"float32": torch.float32, "float64": torch.float64,
             "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of a dtype name (bfloat16 included), without torch."""
+    return 2 if name == "bfloat16" else np.dtype(name).itemsize
+
+
+#: bytes per host-array element the check itself holds: the expected output, the output,
+#: its NaN copy and float64 temporaries of the comparison (got, expected, difference,
+#: denominator, ratio). Measured: simplenet at 1e6 and 1e7 rows, 342 bytes per row of 5
+CHECK_BYTES_PER_ELEMENT = 60
+
+
+def estimate(host_elements: int, output_elements: int, dtype: str, model_bytes: int = 0,
+             working_elements: int = 0) -> dict[str, int]:
+    """Workload.memory_estimate's parts from element counts: the host arrays, the model,
+    and the working memory (activations alive at once during the reference call, plus
+    what the check holds per output element)."""
+    size = itemsize(dtype)
+    return {"host arrays": (host_elements + output_elements) * size, "model": model_bytes,
+            "working memory": working_elements * size + output_elements * CHECK_BYTES_PER_ELEMENT}
 
 
 def numpy_dtype(name: str):

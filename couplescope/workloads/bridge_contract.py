@@ -28,7 +28,16 @@ def import_by_path(path: str, unique: str):
         raise UsageError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[unique] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:   # the user's file: bad input, named where it is wrong
+        del sys.modules[unique]
+        raise UsageError(f"{path} has a syntax error on line {exc.lineno}: {exc.msg}") from None
+    except Exception as exc:     # an import it needs is missing, its top level raises
+        del sys.modules[unique]
+        text = str(exc).strip().splitlines()
+        raise UsageError(f"importing {path} failed: {type(exc).__name__}"
+                         + (f": {text[0]}" if text else "")) from None
     return module
 
 

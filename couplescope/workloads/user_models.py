@@ -16,12 +16,13 @@ own input shapes and dtype; its reference is the program's module called the sam
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
 from couplescope.protocol.errors import UsageError
-from couplescope.workloads.base import DEFAULT_RTOL, Call, Workload, fortran_array, numpy_dtype
+from couplescope.workloads.base import DEFAULT_RTOL, Call, Workload, estimate, fortran_array, numpy_dtype
 
 
 def _random_inputs(shapes, dtype, seed):
@@ -50,9 +51,25 @@ class UserFileWorkload(Workload):
         self.shapes = input_shape
         self.dtype = dtype or "float32"
 
+    #: copies of the file a run holds (the model built for the reference, the coupling's)
+    file_copies = 0
+
+    def memory_estimate(self, size, dtype):
+        """From --input-shape (the output is assumed as large as the inputs, and the
+        model's activations four times that); None when the shapes come from the module."""
+        if not self.shapes:
+            return None
+        elements = sum(math.prod(shape) for shape in self.shapes)
+        try:
+            model = self.file_copies * os.path.getsize(self.path)
+        except OSError:
+            model = 0
+        return estimate(elements, elements, dtype, model_bytes=model, working_elements=4 * elements)
+
 
 class TorchScriptFileWorkload(UserFileWorkload):
     kind = "TorchScript file"
+    file_copies = 2
     size_help = "unused: the shape comes from --input-shape"
 
     def build(self, size, dtype, seed):

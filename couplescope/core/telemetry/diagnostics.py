@@ -11,7 +11,8 @@ events. Each check speaks at most once per variant.
   oversubscribed   ranks x torch threads > cores available           (before the run)
   bound            a process is bound to fewer cores than its threads  (samples)
   idle_cores       one torch thread while cores it may use sit idle    (timed samples)
-  rss_growth       the worker's RSS keeps growing across iterations    (timed samples)
+  rss_growth       the worker's RSS keeps growing across iterations,    (timed samples)
+                   after the warm-up plateau
   launch_bound     the GPU mostly idle while forward dominates         (timed samples)
 """
 
@@ -24,8 +25,11 @@ MIB = 1024 * 1024
 LEAK_MIN_BYTES = 16 * MIB
 #: ... and at least this fraction of where it started ...
 LEAK_MIN_FRACTION = 0.05
-#: ... seen over at least this many distinct timed iterations
+#: ... seen over at least this many distinct timed iterations after the warm-up plateau
 MIN_LEAK_ITERATIONS = 6
+#: the first timed iterations, where caches fill and lazy initialisation happens (the
+#: warm-up plateau: cgdrag's RSS rises 50 MiB over its first 5 calls, then levels off)
+PLATEAU_FRACTION = 0.25
 #: mean GPU utilisation (percent) below which a forward-dominated run is launch-bound
 LAUNCH_BOUND_UTIL = 30.0
 
@@ -64,6 +68,8 @@ class Diagnostician:
         self.said: set[str] = set()
         self.timed_seconds = self.forward_seconds = 0.0
         self.rss: list[tuple[int, float]] = []      # (timed iteration index, worker RSS)
+        self._rss_iterations = 0                     # distinct iterations in self.rss
+        self._next_rss_look = 3 * MIN_LEAK_ITERATIONS
         self.idle: list[tuple[float, float]] = []   # (idle cores it may use, worker CPU %)
         self.gpu_util: list[float] = []
 
@@ -130,12 +136,18 @@ class Diagnostician:
         if iteration.get("kind") != "timed":
             return found
         rss = [p.get("rss") for p in workers]
+        index = iteration.get("index", 0)
         if rss and all(_num(r) for r in rss):
-            self.rss.append((iteration.get("index", 0), float(sum(rss))))
+            if not self.rss or self.rss[-1][0] != index:
+                self._rss_iterations += 1
+            self.rss.append((index, float(sum(rss))))
         self._collect_idle(workers, (sample.get("system") or {}).get("cpu_percent"))
         self._collect_gpu(sample.get("gpu"))
-        if len(self.rss) >= 12:
-            found += self._rss_growth()
+        # a verdict during the run only on plenty of iterations (the plateau is only known
+        # in hindsight), looked at again each time they double (each look reads them all)
+        if self._rss_iterations >= self._next_rss_look:
+            self._next_rss_look *= 2
+            found += self._rss_growth(running=index)
         if len(self.idle) >= 5:
             found += self._idle_cores()
         return found
@@ -143,7 +155,7 @@ class Diagnostician:
     def finish(self) -> list[dict]:
         """Last look when the worker has ended, with whatever was sampled."""
         found = []
-        if len(self.rss) >= 8:
+        if self.rss:
             found += self._rss_growth()
         if len(self.idle) >= 3:
             found += self._idle_cores()
@@ -209,31 +221,47 @@ class Diagnostician:
             f"the cores it may use sit idle; use --threads {self.cores} to let torch use them",
             "--threads")
 
-    def _rss_growth(self) -> list[dict]:
-        # One value per timed iteration (its last sample): growth inside a single long call
-        # (allocator caches filling up) is not growth "across iterations".
-        last = {}
+    def _rss_growth(self, running: int | None = None) -> list[dict]:
+        """A leak: the memory the worker keeps between calls rises steadily, after the plateau.
+
+        Per timed iteration the lowest RSS sampled (what stays between calls; a forward's
+        own allocations come and go within the call and made the last sample noisy). The
+        first PLATEAU_FRACTION of the iterations are left out: caches filling up is not a
+        leak. The rest, in thirds, must rise from each third to the next (a step, such as a
+        cache allocated once, rises in one place only), by at least LEAK_MIN_BYTES and
+        LEAK_MIN_FRACTION overall; the rate is a least-squares slope over them. `running`:
+        the iteration under way (its lowest RSS is not known yet), left out.
+        """
+        troughs: dict[int, float] = {}
         for index, rss in self.rss:
-            last[index] = rss
-        if len(last) < MIN_LEAK_ITERATIONS:
+            if index != running:
+                troughs[index] = min(rss, troughs.get(index, rss))
+        samples = sorted(troughs.items())
+        kept = samples[int(len(samples) * PLATEAU_FRACTION):]
+        if len(kept) < MIN_LEAK_ITERATIONS:
             return []
-        samples = sorted(last.items())
-        q = len(samples) // 4
-        groups = [samples[i * q:(i + 1) * q] if i < 3 else samples[3 * q:] for i in range(4)]
-        medians = [statistics.median(r for _, r in g) for g in groups]
-        rising = all(b >= a - MIB for a, b in zip(medians, medians[1:]))
-        grew = medians[-1] - medians[0]
-        if not rising or grew < max(LEAK_MIN_BYTES, LEAK_MIN_FRACTION * medians[0]):
+        third = len(kept) // 3
+        groups = [kept[:third], kept[third:2 * third], kept[2 * third:]]
+        m1, m2, m3 = (statistics.median(r for _, r in g) for g in groups)
+        grew = m3 - m1
+        if grew < max(LEAK_MIN_BYTES, LEAK_MIN_FRACTION * m1):
             return []
-        (i0, r0), (i1, r1) = samples[0], samples[-1]
-        per = f", about {(r1 - r0) / (i1 - i0) / MIB:.1f} MiB per iteration" if i1 > i0 else ""
+        if min(m2 - m1, m3 - m2) < grew / 4:   # not steady: one step, or rising then flat
+            return []
+        (i0, r0), (i1, r1) = kept[0], kept[-1]
+        xs, ys = [i for i, _ in kept], [r for _, r in kept]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        spread = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / spread if spread else 0.0
+        rate = (f"{slope / MIB:.1f} MiB" if slope >= MIB else f"{slope / 1024:.0f} KiB")
         setting = ("--reload-every-call" if self.spec.reload_every_call
                    else "the coupling/model code (what it keeps between calls)")
         return self._once(
             "rss_growth",
-            f"the worker's memory (RSS) kept growing across the timed iterations, from "
-            f"{r0 / MIB:.0f} MiB to {r1 / MIB:.0f} MiB (iterations {i0}-{i1}{per}): something "
-            f"keeps a reference every call (a leak in the coupling or model); "
+            f"the worker's memory (RSS) kept growing across the timed iterations after the "
+            f"warm-up plateau, from {r0 / MIB:.0f} MiB to {r1 / MIB:.0f} MiB (iterations {i0}-{i1}, "
+            f"about {rate} per iteration): something keeps a reference every call (a leak in the "
+            f"coupling or model); "
             + ("--reload-every-call reloads the model each call: turn it off"
                if self.spec.reload_every_call else "check what the coupling or model stores between calls"),
             setting)

@@ -63,6 +63,7 @@ class TelemetryListener(Listener):
         self._variant = ""
         self._started = 0.0
         self._tracker: IterationTracker | None = None
+        self._gpu_notice: str | None = None   # "no GPU telemetry", said at the first model load
         self._diag: diagnostics.Diagnostician | None = None
         self._lock = threading.Lock()   # guards tracker and diagnostician (two threads use them)
 
@@ -86,9 +87,11 @@ class TelemetryListener(Listener):
             return
         if self.gpu is None:
             self.gpu = GpuProbe()
-            if not self.gpu.available:  # said once per session, not per variant or sample
-                self._say("log", verbatim=True,
-                          message=f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
+            # said once per session, not per variant or sample, and only once a model has
+            # loaded: a run refused as bad input (an unknown name, a size too big) ends with
+            # its one line
+            self._gpu_notice = None if self.gpu.available else (
+                f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
         with self._lock:
             self._tracker = IterationTracker(spec)
             self._diag = diagnostics.Diagnostician(spec, cores_available())
@@ -114,6 +117,9 @@ class TelemetryListener(Listener):
             self._diagnose(found)
 
     def on_event(self, ev: dict) -> None:
+        if ev["event"] == "model_loaded" and self._gpu_notice:
+            notice, self._gpu_notice = self._gpu_notice, None
+            self._say("log", verbatim=True, message=notice)
         if ev["event"] in ("telemetry", "diagnostic", "log") or self._tracker is None:
             return
         with self._lock:

@@ -103,6 +103,10 @@ def build_parser() -> Parser:
     how.add_argument("--threads", type=_int_at_least(1), metavar="N",
                      help="torch intra-op threads (default: torch's own)")
     how.add_argument("--seed", type=_int_at_least(0), metavar="N", help="seed for weights and inputs (default 0)")
+    how.add_argument("--memory-limit", metavar="SIZE",
+                     help="memory a variant may plan to use, e.g. 16G, or none (default: half of what "
+                          "is available here); a size whose estimate exceeds it is refused before "
+                          "anything is allocated")
     how.add_argument("--reload-every-call", action="store_true", default=None,
                      help="load the model inside every call (FTorch's looping example: what not to do)")
     prof = p.add_argument_group("profiling and traces")
@@ -188,4 +192,4 @@ def options_from(args) -> RunOptions:
         overrides[key] = parse_input_shape(value) if key == "input_shape" else value
     return RunOptions(preset=args.preset, model=args.model, backends=split_list(args.backend),
                       sizes=split_list(args.size, int), hosts=split_list(args.host), overrides=overrides, export=args.export,
-                      telemetry_hz=args.telemetry_hz)
+                      telemetry_hz=args.telemetry_hz, memory_limit=args.memory_limit)

@@ -21,6 +21,7 @@ from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
 from couplescope.results import ranks, stats, sweeps
+from couplescope.results.builder import verdict_word
 from couplescope.results.labels import size_of
 
 GREEN, RED, YELLOW, DIM, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"
@@ -295,8 +296,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
                   fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
                   *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
-                  "PASSED" if r["passed"] else "FAILED"] for r in group]
+                  verdict_word(r["verdict"])] for r in group]
     text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
-    text = text.replace("PASSED", paint("PASSED", GREEN)).replace("FAILED", paint("FAILED", RED))
+    for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
+        text = text.replace(word, paint(word, color))
     what = "overhead = call minus forward" + ("; vs fastest at the same size" if sweep else "")
     return f"comparison ({what}):\n" + text

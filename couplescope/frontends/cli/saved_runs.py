@@ -16,6 +16,7 @@ from couplescope.frontends import format as fmt
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
 from couplescope.results import labels, regression, saved
+from couplescope.results.builder import verdict_word
 
 #: what a headless run's options would mean here: nothing, so they are refused
 RUN_OPTIONS = ("preset", "model", "backend", "size", "host", "tui", "export", "tensorboard", "list")
@@ -106,9 +107,12 @@ def report(document: dict, sizes: dict) -> str:
     for r in rows:
         for note in r["notes"]:
             lines.append(f"note: {r['name']}: {note}")
-    failed = [r["name"] for r in rows if r["new_checks_passed"] is False]
-    if failed:
-        lines.append(f"note: the new run's checks FAILED for {', '.join(failed)} (its own exit code said so)")
+    # the new run's own verdicts (results.json's; runs saved before verdicts: their checks)
+    ended = [(r["name"], r.get("new_ended") or ("failed" if r["new_checks_passed"] is False else None))
+             for r in rows]
+    unwell = [f"{name} {verdict_word(v)}" for name, v in ended if v not in (None, "passed")]
+    if unwell:
+        lines.append(f"note: in the new run, {', '.join(unwell)} (its own exit code said so)")
     slower = document["slower"]
     if slower:
         lines.append(f"{len(slower)} variant{'s' if len(slower) > 1 else ''} slower by more than {pct}: "

@@ -21,13 +21,19 @@ from textual_plotext import PlotextPlot
 
 from couplescope.frontends import format as fmt
 from couplescope.results import labels, stats, sweeps
-from couplescope.results.builder import ResultsBuilder
+from couplescope.results.builder import ResultsBuilder, verdict_word
 
 from .watch import _unit
 
 
 WHISKERS = (95, 75, 50, 25, 5)   # plotext's quintuple order: top whisker first
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
+VERDICT_STYLE = {"passed": "bold green", "failed": "bold red", "error": "bold red", "stopped": "bold yellow"}
+
+
+def verdict_text(verdict: str) -> Text:
+    """A variant's verdict (ResultsBuilder's, the headless table's word) in its colour."""
+    return Text(verdict_word(verdict), style=VERDICT_STYLE.get(verdict, ""))
 
 
 def combined(records, left_out=frozenset()) -> ResultsBuilder:
@@ -85,7 +91,7 @@ class CompareScreen(Screen):
                 table.add_row(Text(name, style="dim"), Text(why, style="dim"), "", "", "", "", "", "", "",
                               key=name)
                 continue
-            check = Text("PASSED", style="bold green") if r["passed"] else Text("FAILED", style="bold red")
+            check = verdict_text(r["verdict"])
             table.add_row(name, fmt.seconds(r["median"]), fmt.seconds(r["iqr"]),
                           fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]),
                           fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds")), str(r["n"]), check,

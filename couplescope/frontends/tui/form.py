@@ -250,7 +250,8 @@ class PickForm(Vertical):
         hosts = split_list(chosen["host"]) if chosen["host"] else self.initial.hosts
         return RunOptions(preset=chosen["preset"], model=chosen["model"], backends=backends or None,
                           sizes=split_list(size or None, int), hosts=hosts, overrides=overrides,
-                          export=self.initial.export, telemetry_hz=self.initial.telemetry_hz)
+                          export=self.initial.export, telemetry_hz=self.initial.telemetry_hz,
+                          memory_limit=self.initial.memory_limit)
 
     def build(self):
         """The RunRequest of the form, exactly as the command line's; raises UsageError."""

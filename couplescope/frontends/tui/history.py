@@ -32,7 +32,8 @@ class RunsTable(DataTable):
     def update_run(self, record) -> None:
         key = str(record.id)
         checks = record.checks()
-        style = {"PASSED": "bold green", "FAILED": "bold red"}.get(checks, "")
+        style = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red",
+                 "STOPPED": "bold yellow"}.get(checks, "")
         self.update_cell(key, "status", record.status)
         self.update_cell(key, "median", fmt.seconds(record.fastest_median()))
         self.update_cell(key, "checks", Text(checks, style=style))

@@ -18,7 +18,10 @@ from couplescope.core import replay
 from couplescope.export.run_dir import check_writable, new_run_directory, write_json_atomic
 from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
-from couplescope.results.builder import ResultsBuilder
+from couplescope.results.builder import ResultsBuilder, verdict_word
+
+#: a run shows its worst variant's verdict
+WORST_FIRST = ("failed", "error", "stopped", "running", "passed")
 
 STANDARD_FILES = ("events.jsonl", "results.json")
 
@@ -30,7 +33,7 @@ class RunRecord:
         self.specs = list(specs)
         self.request = request             # the RunRequest it ran
         self.builder = ResultsBuilder(title)
-        self.status = "running"            # running | finished | stopped | failed
+        self.status = "running"            # running | finished | stopped | error
         self.error: str | None = None
         self.started = time.time()
         self.ended: float | None = None
@@ -63,19 +66,23 @@ class RunRecord:
         rows = self.builder.comparison()
         return min((r["median"] for r in rows), default=None)
 
+    def verdict(self) -> str | None:
+        """The run's verdict: its worst variant's (ResultsBuilder's VariantResult.verdict)."""
+        verdicts = {v.verdict for v in self.builder.variants.values()}
+        return next((w for w in WORST_FIRST if w in verdicts), None)
+
     def checks(self) -> str:
-        variants = list(self.builder.variants.values())
-        if not variants or not any(v.iterations for v in variants):
-            return "-"
-        return "PASSED" if all(v.all_passed() for v in variants if v.iterations) else "FAILED"
+        """The History view's word for the run: PASSED, FAILED, ERROR, STOPPED, running, -."""
+        verdict = self.verdict()
+        return verdict_word(verdict) if verdict else "-"
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()
         self.error = error
-        statuses = [v.status for v in self.builder.variants.values()]
-        if error or "failed" in statuses:
-            self.status = "failed"
-        elif "interrupted" in statuses:
+        verdicts = {v.verdict for v in self.builder.variants.values()}
+        if error or "error" in verdicts:
+            self.status = "error"
+        elif "stopped" in verdicts or any(v.status == "interrupted" for v in self.builder.variants.values()):
             self.status = "stopped"
         else:
             self.status = "finished"

@@ -295,10 +295,12 @@ class StatsPanel(Static):
         s = variant.stats()
         done = len(variant.iterations)
         failed = variant.failed_checks()
-        checks = "[green]all PASSED[/]" if done and not failed else (
-            f"[red]{failed} FAILED[/]" if failed else "no checks yet")
-        status = {"running": "running", "finished": "finished", "failed": "[red]failed[/]",
-                  "interrupted": "[yellow]stopped[/]"}.get(variant.status, variant.status)
+        # the verdict (the headless table's word), then what the checks so far say
+        verdict = variant.verdict
+        status = {"passed": "[green]PASSED[/]", "failed": "[red]FAILED[/]", "error": "[red]ERROR[/]",
+                  "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
+        checks = (f"[red]{failed} of {done} checks FAILED[/]" if failed else
+                  f"{done} checks passed" if done else "no checks yet")
         head = f"[b]{variant.name}[/] {status}  {checks}"
         counts = call_counts(variant)
         width = self.content_size.width or 80
