@@ -210,6 +210,20 @@ class HeadlessPrinter(Listener):
         else:
             self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
 
+    #: how many of a worker's last printed lines the terminal shows (all are in events.jsonl
+    #: and, exported, in <variant>.output.log)
+    OUTPUT_LINES_SHOWN = 20
+
+    def _on_worker_output(self, ev):
+        """What the worker printed (a user module's print()s), on stderr, each line prefixed
+        with the variant: it arrives when the worker has ended, after its measurements."""
+        v, lines, total = ev["variant"], ev["lines"], ev["total"]
+        shown = lines[-self.OUTPUT_LINES_SHOWN:]
+        if total > len(shown):
+            self.print(f"{v}: the worker printed {total} lines; the last {len(shown)}:", err=True)
+        for line in shown:
+            self.print(f"{v} | {line}", err=True)
+
     def _on_host_build(self, ev):
         if ev["status"] == "building":
             self.print(f"couplescope: {ev['message']} ...", err=True)

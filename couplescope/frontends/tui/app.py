@@ -419,6 +419,12 @@ class CoupleScopeApp(App):
         ev = msg.event
         if ev["event"] == "log":
             self.note(f"{ev.get('variant')}: {ev.get('message')}")
+        elif ev["event"] == "worker_output":   # a user module's print()s, once its worker ended
+            from rich.markup import escape
+
+            lines = (ev.get("lines") or [])[-20:]
+            more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
+            self.note(f"{ev.get('variant')} printed{more}:\n" + "\n".join(escape(line) for line in lines))
         elif ev["event"] == "model_compiled":
             self.note(f"{ev.get('variant')}: {fmt.compiled_line(ev)}")
         elif ev["event"] == "trace_written":
