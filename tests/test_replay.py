@@ -115,7 +115,10 @@ def test_mpi_replay_prints_the_reference_example_and_the_per_rank_table():
 def test_a_worker_that_died_is_a_failed_variant_with_its_reason():
     outcome, out, err = replay_run("dies")
     assert outcome.exit_code == 1
-    assert "worker ended with signal 9" in err
+    assert "worker ended with signal 9 after warm-up iteration 1" in err
+    # what the module printed, under the variant's name, before the line saying it died
+    printed = err.index("dies.py-bridge | [compute] call 1")
+    assert printed < err.index("dies.py-bridge | [compute] call 3") < err.index("worker ended with")
     (v,) = outcome.builder.document()["variants"]
     assert v["status"] == "failed" and v["error_kind"] == "error" and v["verdict"] == "error"
 

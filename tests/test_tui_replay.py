@@ -123,6 +123,11 @@ async def test_a_worker_that_died_is_reported_and_the_app_goes_on(tmp_path):
         assert app.runs[1].status == "error" and app.runs[1].checks() == "ERROR"
         assert any("worker ended with signal 9" in n.message for n in app._notifications)
         assert app.is_running
+        # the module's print()s are in the log, brackets and all (the log reads markup)
+        from rich.text import Text
+
+        (printed,) = [Text.from_markup(n).plain for n in app.notes if "printed" in n]
+        assert printed.startswith("dies.py-bridge printed:") and "\n[compute] call 3" in printed
 
 
 async def test_telemetry_and_diagnostics_reach_their_panels():
