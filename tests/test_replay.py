@@ -155,3 +155,27 @@ def test_specs_of_a_recording_are_its_variants_in_order():
     specs = replay.specs_of(recorded("two-backends"))
     assert [s.label for s in specs] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert specs[1].bridge_model == "eager" and specs[0].iterations == 12
+
+
+def test_worker_output_is_shown_for_a_users_module_or_a_variant_that_did_not_finish():
+    """couplescope's own models print only the profiler's chatter: kept, not shown, unless
+    the variant broke; a user's module's print()s are always shown."""
+    import io
+
+    from couplescope.frontends.cli.printer import HeadlessPrinter
+    from couplescope.protocol import events
+
+    def printed(model, finished):
+        err = io.StringIO()
+        printer = HeadlessPrinter(1, out=io.StringIO(), err=err)
+        spec = {"model": model, "backend": "bridge", "device": "cpu", "layout": "fortran",
+                "warmup": 1, "iterations": 3}
+        printer.on_event(events.make("run_started", "v", spec=spec, environment={}))
+        if finished:
+            printer.on_event(events.make("variant_finished", "v", summary={}))
+        printer.on_event(events.make("worker_output", "v", lines=["profiler_start"], total=1))
+        return "v | profiler_start" in err.getvalue()
+
+    assert not printed("simplenet", finished=True)
+    assert printed("simplenet", finished=False)
+    assert printed("/home/me/mine.py", finished=True)

@@ -419,7 +419,7 @@ class CoupleScopeApp(App):
         ev = msg.event
         if ev["event"] == "log":
             self.note(f"{ev.get('variant')}: {ev.get('message')}")
-        elif ev["event"] == "worker_output":   # a user module's print()s, once its worker ended
+        elif ev["event"] == "worker_output" and self._shows_output(msg.run_id, ev["variant"]):
             from rich.markup import escape
 
             lines = (ev.get("lines") or [])[-20:]
@@ -429,6 +429,12 @@ class CoupleScopeApp(App):
             self.note(f"{ev.get('variant')}: {fmt.compiled_line(ev)}")
         elif ev["event"] == "trace_written":
             self.note(f"{ev.get('variant')}: trace written")
+
+    def _shows_output(self, run_id: int, variant: str) -> bool:
+        """A user module's print()s, or the output of a variant that did not finish."""
+        record = self.runs.get(run_id)
+        v = record.builder.variants.get(variant) if record else None
+        return v is not None and fmt.shows_output(v.spec, v.status == "finished")
 
     @_while_shown
     def on_run_ended(self, msg: m.RunEnded) -> None:
