@@ -139,6 +139,15 @@ async def test_telemetry_and_diagnostics_reach_their_panels():
         panel = str(app.query_one("#telemetry-panel").render())
         assert "worker CPU" in panel and "cores 2" in panel
         assert any("4 torch threads" in note for note in app.notes)
+        # the run is over: the figures are its last sample, not the machine's state now
+        assert panel.startswith("idle: no run is being sampled; the last sample of run #1 ")
+
+
+def test_telemetry_never_shows_minus_zero():
+    from couplescope.frontends.tui.telemetry_panel import describe
+
+    text = describe({"system": {"cpu_percent": [-0.0, -0.2, 50.0]}, "tree": {"cpu_percent": -0.3}})
+    assert "-0" not in text and "busy 0% 0% 50%" in text and "worker CPU 0%" in text
 
 
 async def test_mpi_ranks_plot_one_point_per_step():
@@ -170,6 +179,18 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
     assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000   # as --export leaves it
+
+
+async def test_the_tensorboard_command_after_an_export_is_shell_quoted(tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path / "my runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        path = app.runs[1].export_path
+    assert " " in path
+    assert any(n.endswith(f"open its traces: couplescope --tensorboard '{path}'") for n in app.notes)
 
 
 async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import signal
 
@@ -245,7 +246,7 @@ class CoupleScopeApp(App):
             self.notify(str(exc), title="export failed", severity="error", timeout=8)
             self.note(f"export failed: {exc}", "error")
             return
-        command = f"couplescope --tensorboard {path}"
+        command = f"couplescope --tensorboard {shlex.quote(path)}"   # a path may hold spaces
         if record.summary_error:
             self.note(record.summary_error, "warning")
         self.update_history_row(record)
@@ -444,6 +445,9 @@ class CoupleScopeApp(App):
         record.finish(msg.error)
         if record is self.active:
             self.active = None
+        self._tick(force=True)   # its last sample is drawn before the panels go idle
+        for panel in self.main.query(TelemetryPanel):
+            panel.idle(record.name)
         if msg.error:
             self.note(f"run {record.name} broke: {msg.error}", "error")
             self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)
