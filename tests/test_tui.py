@@ -15,6 +15,7 @@ import time
 import psutil
 import pytest
 from textual.widgets import Input, Select
+from textual.widgets._select import SelectCurrent
 
 from couplescope.frontends.cli.parser import build_parser, options_from
 from couplescope.core.presets import load_preset
@@ -118,6 +119,21 @@ async def test_a_preset_from_the_command_line_is_filled_in_and_options_override_
         assert title == "cgdrag"
         assert [s.label for s in specs] == [s.label for s in load_preset("cgdrag")[1]]
         assert {s.iterations for s in specs} == {7}
+
+
+async def test_the_model_list_offers_the_presets_models_only_with_a_preset():
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        model = app.query_one("#model", Select)
+        shown = lambda: str(model.query_one(SelectCurrent).query_one("#label").render())  # noqa: E731
+        assert shown() == "(pick one)"
+        app.query_one("#preset", Select).value = "cgdrag"
+        await pilot.pause()
+        assert shown() == "(the preset's)" and model.is_blank()
+        app.query_one("#preset", Select).clear()
+        await pilot.pause()
+        assert shown() == "(pick one)"
 
 
 async def test_catalogue_loads_off_the_ui_thread_with_default_sizes():
