@@ -136,6 +136,24 @@ async def test_the_model_list_offers_the_presets_models_only_with_a_preset():
         assert shown() == "(pick one)"
 
 
+async def test_the_focused_field_stands_out_at_80x24():
+    """Compact fields showed focus as a 5% tint, one grey step: it must be unmistakable."""
+    def distance(a, b):
+        return sum(abs(x - y) for x, y in zip(a.rgb, b.rgb))
+
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for field, part in (("#model", lambda w: w.query_one(SelectCurrent)), ("#size", lambda w: w)):
+            widget = app.query_one(field)
+            app.query_one("#iterations").focus()
+            await pilot.pause()
+            blurred = part(widget).background_colors[1]
+            widget.focus()
+            await pilot.pause()
+            focused = part(widget).background_colors[1]
+            assert distance(focused, blurred) > 120, (field, blurred, focused)
+
+
 async def test_catalogue_loads_off_the_ui_thread_with_default_sizes():
     app = make_app("--model", "cgdrag")
     async with app.run_test(size=SIZE) as pilot:
