@@ -74,17 +74,42 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
         table = app.screen.query_one("#compare-table")
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
         assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
-        assert "1.00x" in [r[3] for r in rows]
-        assert all(r[7] == "PASSED" and r[6] == "12" and r[5] == "-" for r in rows)   # nothing compiled
+        assert "1.00x" in [r[4] for r in rows]
+        # checks beside the name; nothing compiled, so no compile column
+        assert all(r[1] == "PASSED" and r[6] == "12" and len(r) == 8 for r in rows)
         await pilot.press("space")                   # leave the first variant out
         await pilot.pause()
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][8] == "1"
+        assert rows[0][1] == "left out (space)" and rows[1][4] == "1.00x" and rows[1][7] == "1"
         await pilot.press("space")                   # and put it back
         await pilot.pause()
         assert len(app.screen.builder.variants) == 2
         await pilot.press("escape")
         assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_compare_at_80_columns_shows_checks_and_every_key():
+    from textual.widgets._footer import FooterKey
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#compare-table")
+        widths = [c.get_render_width(table) for c in table.columns.values()]
+        assert [str(c.label) for c in table.columns.values()][:2] == ["variant", "checks"]
+        assert sum(widths[:2]) <= table.size.width
+        keys = list(app.screen.query(FooterKey))
+        assert {k.description for k in keys} >= {"back", "leave out/in", "quit"}
+        assert all(k.region.right <= 80 and k.region.width > 0 for k in keys), [(k.description, k.region) for k in keys]
+
+
+def test_compare_boxes_switch_units_for_the_slowest_variant():
+    from couplescope.frontends.tui.compare import boxes
+
+    unit, data = boxes([[5e-6] * 4, [0.2474487] * 4])
+    assert unit == "ms" and round(data[1][2], 1) == 247.4 and round(data[0][2], 3) == 0.005
 
 
 async def test_compile_times_are_noted_and_compared():
@@ -101,7 +126,7 @@ async def test_compile_times_are_noted_and_compared():
         await pilot.press("c")
         await pilot.pause()
         table = app.screen.query_one("#compare-table")
-        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[5]) for k in table.rows}
+        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[6]) for k in table.rows}
         assert compiled["#1 simplenet-torchscript-2"] == "-"
         assert compiled["#1 simplenet-aoti-2-python-host"] == "cached"
         assert compiled["#1 simplenet-aoti-2"].endswith(" s")
