@@ -105,6 +105,27 @@ async def test_compare_at_80_columns_shows_checks_and_every_key():
         assert all(k.region.right <= 80 and k.region.width > 0 for k in keys), [(k.description, k.region) for k in keys]
 
 
+async def test_history_at_80_columns_shows_where_a_run_went_and_help_is_not_covered(tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path / "a-rather-long-directory-name" / "for-the-exported-runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.press("e")
+        await pilot.pause()
+        path = app.runs[1].export_path
+        table = app.query_one("#runs")
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+        assert str(table.get_row("1")[-1]) == "yes"
+        note = str(app.query_one("#export-note").render()).splitlines()
+        assert path in note and f"couplescope --tensorboard {path}" in note   # whole lines, not cut
+        (toast,) = app._notifications
+        assert path not in toast.message and os.path.basename(path) in toast.message
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert not list(app._notifications)   # nothing sits over the help box
+
+
 def test_compare_boxes_switch_units_for_the_slowest_variant():
     from couplescope.frontends.tui.compare import boxes
 

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import signal
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -55,6 +56,12 @@ def _while_shown(handler):
 #: cores the worker is being measured on (benchmarks/ui_perturbation.py)
 TICK_SECONDS = 0.5
 
+HISTORY_HINT = "space marks runs for c (compare); e exports the highlighted run"
+
+
+def tensorboard_command(path: str) -> str:
+    """The command that opens an exported run's traces, shell-quoted (a path may hold spaces)."""
+    return f"couplescope --tensorboard {shlex.quote(path)}"
 
 class CoupleScopeApp(App):
     CSS_PATH = "app.tcss"
@@ -118,8 +125,7 @@ class CoupleScopeApp(App):
             with TabPane("History h", id="history"):
                 with Vertical():
                     yield RunsTable(id="runs")
-                    yield Static("space marks runs for c (compare); e exports the highlighted run",
-                                 id="export-note")
+                    yield Static(HISTORY_HINT, id="export-note")
         yield Footer()
 
     @property
@@ -160,6 +166,7 @@ class CoupleScopeApp(App):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
+            self.clear_notifications()   # a toast would sit over the help box
             self.push_screen(HelpScreen())
 
     def action_run(self) -> None:
@@ -246,14 +253,29 @@ class CoupleScopeApp(App):
             self.notify(str(exc), title="export failed", severity="error", timeout=8)
             self.note(f"export failed: {exc}", "error")
             return
-        command = f"couplescope --tensorboard {shlex.quote(path)}"   # a path may hold spaces
+        command = tensorboard_command(path)
         if record.summary_error:
             self.note(record.summary_error, "warning")
         self.update_history_row(record)
-        self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
-                                                      f"open its traces: {command}")
+        self.show_export_note(record)
         self.note(f"exported {record.name} to {path}; open its traces: {command}")
-        self.notify(f"{path}\nopen its traces: {command}", title="exported", timeout=15)
+        # the toast, a third of the width, names the run directory only: a path wrapped mid-token
+        self.notify(f"to {os.path.basename(path)}; the full path and the TensorBoard command are in "
+                    "History", title=f"exported {record.name}", timeout=8)
+
+    def show_export_note(self, record: RunRecord | None) -> None:
+        """Under the History table: where the highlighted run was exported, the path and the
+        command on lines of their own (inside a sentence a path was broken mid-token)."""
+        if record is None or not record.export_path:
+            text = HISTORY_HINT
+        else:
+            text = (f"{record.name} was exported to\n{record.export_path}\nopen its traces:\n"
+                    f"{tensorboard_command(record.export_path)}")
+        self.main.query_one("#export-note", Static).update(Text(text))
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        if event.data_table.id == "runs":
+            self.show_export_note(self.selected_run())
 
     def action_compare(self) -> None:
         records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
