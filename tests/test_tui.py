@@ -247,7 +247,8 @@ async def test_export_writes_results_and_traces(tmp_path):
         await pilot.pause()
         path = app.runs[1].export_path
         assert path and path.startswith(str(out))
-        assert any(path in n.message and "couplescope --tensorboard" in n.message for n in app._notifications)
+        assert any(os.path.basename(path) in n.message for n in app._notifications)
+        assert any(path in n and "couplescope --tensorboard" in n for n in app.notes)
     doc = json.loads(open(os.path.join(path, "results.json")).read())
     assert doc["variants"][0]["name"] == "simplenet-torchscript"
     assert doc["variants"][0]["stats"]["n"] == 10 and doc["variants"][0]["checks_passed"]
