@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from conftest import FAST
+from fixtures.record import DIES
 
 pytestmark = pytest.mark.e2e
 
@@ -28,21 +29,9 @@ CHATTY = textwrap.dedent('''
         return 3.0 * np.asarray(inputs[0])
 ''')
 
-EXITS = textwrap.dedent('''
-    import os
-    import numpy as np
-    calls = 0
-    def initialize(config):
-        pass
-    def compute(inputs, output):
-        global calls
-        calls += 1
-        if calls == 4:             # two warm-up calls pass, then the process is gone
-            os._exit(3)
-        output[...] = 3.0 * inputs[0]
-    def reference(inputs):
-        return 3.0 * np.asarray(inputs[0])
-''')
+#: the recorded dying module (tests/fixtures/record.py), ending its process with os._exit
+#: after two passing warm-up calls instead of SIGKILL after one
+EXITS = DIES.replace("_calls == 3", "_calls == 4").replace("os.kill(os.getpid(), signal.SIGKILL)", "os._exit(3)")
 
 
 def test_prints_reach_the_user_and_the_run_directory_labelled_as_the_users_module(cli, tmp_path):
@@ -77,7 +66,7 @@ def test_a_module_that_exits_says_how_far_it_got_and_keeps_its_warmup(cli, tmp_p
             "--export", tmp_path / "runs")
     assert r.returncode == 1, r.stderr
     assert ("exits.py-bridge: worker ended with exit code 3 after warm-up iteration 2; "
-            "it printed nothing") in r.stderr
+            "its last output: [compute] call 4") in r.stderr
     assert "warm-up: 2 iteration(s)" in r.stdout and "checks passed" in r.stdout
     doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     v = doc["variants"][0]
