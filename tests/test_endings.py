@@ -154,6 +154,21 @@ def test_a_full_disk_keeps_the_statistics_leaves_no_temporary_file_and_exits_3(t
         subprocess.run(["umount", str(full)], check=False)
 
 
+def test_json_onto_a_full_disk_says_so_and_exits_3(tmp_path):
+    """`--json > file` on a full file system (/dev/full): the document is lost, so say so
+    and exit 3, as for the run directory; the statistics are on stderr."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet", "--iterations", "5",
+                               *QUIET, "--json"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=180,
+                              env=dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp)), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr and "PASSED" in proc.stderr
+    assert "the JSON document could not be written to stdout: No space left on device" in proc.stderr
+    assert not os.listdir(tmp)
+
+
 def test_the_app_without_a_terminal_refuses_at_once(tmp_path):
     proc = start("--tui", tmp_path=tmp_path)
     out, err = proc.communicate(timeout=30)

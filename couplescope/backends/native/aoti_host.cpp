@@ -34,14 +34,10 @@ namespace couplescope_native {
 
 namespace {
 
-class AotiHost {
+class AotiHost : public TorchHostBase<AotiHost> {
  public:
   AotiHost(std::string path, std::string device, std::string grad_mode, std::vector<Call> calls)
-      : path_(std::move(path)), device_(device), inference_(grad_mode == "inference"),
-        calls_(std::move(calls)), on_gpu_(device_.is_cuda()) {
-    if (grad_mode != "no_grad" && grad_mode != "inference")
-      throw std::invalid_argument("native host: unknown grad mode " + grad_mode);
-  }
+      : TorchHostBase(device, grad_mode, std::move(calls)), path_(std::move(path)) {}
 
   // The package's shared library and weights, loaded (and unpacked) once.
   void load() {
@@ -53,40 +49,10 @@ class AotiHost {
     }
   }
 
-  // One iteration's calls: (whole, marshal_in, h2d, forward, d2h, marshal_out, error).
-  py::tuple call(bool profiling) {
-    double phase[kPhases] = {0, 0, 0, 0, 0};
-    std::string error;
-    double whole = 0;
-    profiling_ = profiling;
-    try {
-      whole = one(phase, error);
-    } catch (const c10::Error& e) {
-      profiling_ = false;
-      rethrow_without_backtrace(e);
-    }
-    profiling_ = false;
-    return py::make_tuple(whole, phase[0], phase[1], phase[2], phase[3], phase[4], error);
-  }
+  bool ready() const { return loader_ != nullptr; }
 
-  static constexpr int kPhases = 5;
-
-  py::object after_call() { return py::none(); }
-
-  double one(double* phase, std::string& error) {
-    if (!loader_) throw std::runtime_error("native host: call() before load()");
-    const auto start = Clock::now();
-    for (const auto& c : calls_) {
-      if (!run(c, phase, error)) break;
-    }
-    return seconds(start, Clock::now());
-  }
-
- private:
-  void sync() {
-    if (on_gpu_) torch::cuda::synchronize(device_.index() < 0 ? -1 : device_.index());
-  }
-
+  // One forward call: the host arrays wrapped (from_blob, the layout's strides), the
+  // package run under the grad-mode guard, the result copied into the host output.
   bool run(const Call& c, double* phase, std::string& error) {
     sync();
     PhaseRange in_range(profiling_, "couplescope/marshal_in");
@@ -144,12 +110,8 @@ class AotiHost {
     return true;
   }
 
+ private:
   std::string path_;
-  torch::Device device_;
-  bool inference_;
-  std::vector<Call> calls_;
-  bool on_gpu_;
-  bool profiling_ = false;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
 };
 

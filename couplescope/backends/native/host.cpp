@@ -42,14 +42,10 @@ torch::Tensor* ftorch_from_blob(const HostArray& a, const torch::Device& device)
   return tensor;
 }
 
-class DirectHost {
+class DirectHost : public TorchHostBase<DirectHost> {
  public:
   DirectHost(std::string path, std::string device, std::string grad_mode, std::vector<Call> calls)
-      : path_(std::move(path)), device_(device), inference_(grad_mode == "inference"),
-        calls_(std::move(calls)), on_gpu_(device_.is_cuda()) {
-    if (grad_mode != "no_grad" && grad_mode != "inference")
-      throw std::invalid_argument("native host: unknown grad mode " + grad_mode);
-  }
+      : TorchHostBase(device, grad_mode, std::move(calls)), path_(std::move(path)) {}
 
   // torch::jit::load onto the device, then eval(): FTorch's torch_jit_load.
   void load() {
@@ -62,42 +58,7 @@ class DirectHost {
     }
   }
 
-  // One iteration's calls. Returns (whole, marshal_in, h2d, forward, d2h, marshal_out, error);
-  // error is empty unless the model's output could not be written to the host array.
-  // With `profiling`, each phase is also a profiler range (a profiled iteration).
-  py::tuple call(bool profiling) {
-    double phase[5] = {0, 0, 0, 0, 0};
-    std::string error;
-    double whole = 0;
-    profiling_ = profiling;
-    try {
-      whole = one(phase, error);
-    } catch (const c10::Error& e) {
-      profiling_ = false;
-      rethrow_without_backtrace(e);
-    }
-    profiling_ = false;
-    return py::make_tuple(whole, phase[0], phase[1], phase[2], phase[3], phase[4], error);
-  }
-
-  static constexpr int kPhases = 5;
-
-  py::object after_call() { return py::none(); }
-
-  // One iteration: the whole call's seconds; phases accumulated into `phase`.
-  double one(double* phase, std::string& error) {
-    if (!loaded_) throw std::runtime_error("native host: call() before load()");
-    const auto start = Clock::now();
-    for (const auto& c : calls_) {
-      if (!run(c, phase, error)) break;
-    }
-    return seconds(start, Clock::now());
-  }
-
- private:
-  void sync() {
-    if (on_gpu_) torch::cuda::synchronize(device_.index() < 0 ? -1 : device_.index());
-  }
+  bool ready() const { return loaded_; }
 
   // One forward call, as a Fortran code through FTorch makes it: torch_tensor_from_array
   // for every input (on the run's device) and for the output (on the host), then
@@ -187,13 +148,9 @@ class DirectHost {
     return true;
   }
 
+ private:
   std::string path_;
-  torch::Device device_;
-  bool inference_;
-  std::vector<Call> calls_;
-  bool on_gpu_;
   bool loaded_ = false;
-  bool profiling_ = false;
   torch::jit::Module module_;
 };
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ATen/record_function.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -103,6 +104,65 @@ struct OutputSlot {
   std::intptr_t nan;        // the same number of bytes of NaN
   std::intptr_t snapshots;  // count * bytes: one slot per iteration
   size_t bytes;
+};
+
+// What the two libtorch hosts (DirectHost: TorchScript; AotiHost: an AOTInductor package)
+// share: the run's device, grad mode and calls, and the iteration loop. `Host` supplies
+// ready() (its model is loaded) and run(call, phase, error) (one forward call with its
+// phases); everything else is here, once.
+template <class Host>
+class TorchHostBase {
+ public:
+  static constexpr int kPhases = 5;   // marshal_in, h2d, forward, d2h, marshal_out
+
+  // One iteration's calls. Returns (whole, marshal_in, h2d, forward, d2h, marshal_out, error);
+  // error is empty unless the model's output could not be written to the host array.
+  // With `profiling`, each phase is also a profiler range (a profiled iteration).
+  py::tuple call(bool profiling) {
+    double phase[kPhases] = {0, 0, 0, 0, 0};
+    std::string error;
+    double whole = 0;
+    profiling_ = profiling;
+    try {
+      whole = one(phase, error);
+    } catch (const c10::Error& e) {
+      profiling_ = false;
+      rethrow_without_backtrace(e);
+    }
+    profiling_ = false;
+    return py::make_tuple(whole, phase[0], phase[1], phase[2], phase[3], phase[4], error);
+  }
+
+  py::object after_call() { return py::none(); }
+
+  // One iteration: the whole call's seconds; phases accumulated into `phase`.
+  double one(double* phase, std::string& error) {
+    Host& host = static_cast<Host&>(*this);
+    if (!host.ready()) throw std::runtime_error("native host: call() before load()");
+    const auto start = Clock::now();
+    for (const auto& c : calls_) {
+      if (!host.run(c, phase, error)) break;
+    }
+    return seconds(start, Clock::now());
+  }
+
+ protected:
+  TorchHostBase(const std::string& device, const std::string& grad_mode, std::vector<Call> calls)
+      : device_(device), inference_(grad_mode == "inference"), calls_(std::move(calls)),
+        on_gpu_(device_.is_cuda()) {
+    if (grad_mode != "no_grad" && grad_mode != "inference")
+      throw std::invalid_argument("native host: unknown grad mode " + grad_mode);
+  }
+
+  void sync() {
+    if (on_gpu_) torch::cuda::synchronize(device_.index() < 0 ? -1 : device_.index());
+  }
+
+  torch::Device device_;
+  bool inference_;
+  std::vector<Call> calls_;
+  bool on_gpu_;
+  bool profiling_ = false;
 };
 
 // Runs up to `count` iterations, stopping after `budget` seconds (so a signal is handled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -9,7 +10,7 @@ import signal
 import sys
 
 from couplescope.frontends.cli.parser import options_from
-from couplescope.protocol.contract import TRACE_SUFFIXES
+from couplescope.protocol.contract import EXIT_NOT_SAVED, TRACE_SUFFIXES
 
 
 def run_headless(args) -> int:
@@ -46,11 +47,22 @@ def run_headless(args) -> int:
             else:
                 printer.print(f"no profiler traces (profiling was off or skipped); per-iteration "
                               f"scalars: {command}")
+    json_lost = None
     if args.json:
         try:
             sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
-        except OSError:
-            pass   # stdout went away (SIGHUP, a closed pipe): the run directory has it
+            sys.stdout.flush()
+        except OSError as exc:
+            # stdout went away (SIGHUP: EIO, a closed pipe: EPIPE): the run directory has it;
+            # anything else (a full disk under `--json > file`) is results not written
+            if exc.errno not in (errno.EIO, errno.EPIPE):
+                json_lost = exc.strerror or str(exc)
+                printer.print(f"couplescope: the JSON document could not be written to stdout: {json_lost}; "
+                              "the statistics above are what was measured", err=True)
+                try:   # what is left in the buffer would fail again at exit
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except OSError:
+                    pass
     if outcome.interrupted:
         how = signal.Signals(outcome.signal or signal.SIGINT).name
         measured = sum((v.get("stats") or {}).get("n", 0) for v in outcome.builder.document().get("variants", []))
@@ -60,4 +72,6 @@ def run_headless(args) -> int:
             printer.print(f"{how}: stopped before the first timed iteration; nothing was measured"
                           + (", so nothing was exported" if req.export is not None and not outcome.run_directory
                              else ""), err=True)
+    if json_lost and not outcome.interrupted:
+        return EXIT_NOT_SAVED
     return outcome.exit_code
