@@ -63,6 +63,25 @@ def test_list_shows_models_backends_presets_devices(command):
         assert word in r.stdout
 
 
+def test_list_on_an_80_column_terminal_fits_it(monkeypatch):
+    """Piped, --list keeps a row per line for grep; on a terminal it wraps to its width
+    (its lines ran past 140 columns)."""
+    import io
+    import os as _os
+
+    from couplescope.frontends.cli import listing
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(listing.shutil, "get_terminal_size", lambda *a: _os.terminal_size((80, 24)))
+    out = Terminal()
+    listing.print_list(out)
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 30 and max(len(line) for line in lines) <= 80, max(lines, key=len)
+
+
 @pytest.mark.e2e
 def test_reload_every_call_times_the_load(cli):
     r = cli("--model", "simplenet", "--reload-every-call", "--json", *FAST)

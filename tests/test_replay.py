@@ -115,7 +115,10 @@ def test_mpi_replay_prints_the_reference_example_and_the_per_rank_table():
 def test_a_worker_that_died_is_a_failed_variant_with_its_reason():
     outcome, out, err = replay_run("dies")
     assert outcome.exit_code == 1
-    assert "worker ended with signal 9" in err
+    assert "worker ended with signal 9 after warm-up iteration 1" in err
+    # what the module printed, under the variant's name, before the line saying it died
+    printed = err.index("dies.py-bridge | [compute] call 1")
+    assert printed < err.index("dies.py-bridge | [compute] call 3") < err.index("worker ended with")
     (v,) = outcome.builder.document()["variants"]
     assert v["status"] == "failed" and v["error_kind"] == "error" and v["verdict"] == "error"
 
@@ -152,3 +155,27 @@ def test_specs_of_a_recording_are_its_variants_in_order():
     specs = replay.specs_of(recorded("two-backends"))
     assert [s.label for s in specs] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert specs[1].bridge_model == "eager" and specs[0].iterations == 12
+
+
+def test_worker_output_is_shown_for_a_users_module_or_a_variant_that_did_not_finish():
+    """couplescope's own models print only the profiler's chatter: kept, not shown, unless
+    the variant broke; a user's module's print()s are always shown."""
+    import io
+
+    from couplescope.frontends.cli.printer import HeadlessPrinter
+    from couplescope.protocol import events
+
+    def printed(model, finished):
+        err = io.StringIO()
+        printer = HeadlessPrinter(1, out=io.StringIO(), err=err)
+        spec = {"model": model, "backend": "bridge", "device": "cpu", "layout": "fortran",
+                "warmup": 1, "iterations": 3}
+        printer.on_event(events.make("run_started", "v", spec=spec, environment={}))
+        if finished:
+            printer.on_event(events.make("variant_finished", "v", summary={}))
+        printer.on_event(events.make("worker_output", "v", lines=["profiler_start"], total=1))
+        return "v | profiler_start" in err.getvalue()
+
+    assert not printed("simplenet", finished=True)
+    assert printed("simplenet", finished=False)
+    assert printed("/home/me/mine.py", finished=True)

@@ -54,5 +54,8 @@ def test_timed_calls_still_warming_up_suggest_more_warmup():
     timed = [1.0, 0.9, 0.1, 0.1, 0.11, 0.1, 0.1, 0.1]
     text = " ".join(stats.warnings_for(stats.summarize(timed), None, timed))
     assert "first 2 timed call(s)" in text and "--warmup 3" in text
+    assert "TorchScript" not in text   # only said of a TorchScript model
+    scripted = " ".join(stats.warnings_for(stats.summarize(timed), None, timed, torchscript=True))
+    assert "(TorchScript optimises over its first calls)" in scripted
     steady = [0.1, 0.11, 0.1, 0.1, 0.1]
     assert not any("warming up" in w for w in stats.warnings_for(stats.summarize(steady), None, steady))

@@ -15,6 +15,7 @@ import time
 import psutil
 import pytest
 from textual.widgets import Input, Select
+from textual.widgets._select import SelectCurrent
 
 from couplescope.frontends.cli.parser import build_parser, options_from
 from couplescope.core.presets import load_preset
@@ -120,6 +121,39 @@ async def test_a_preset_from_the_command_line_is_filled_in_and_options_override_
         assert {s.iterations for s in specs} == {7}
 
 
+async def test_the_model_list_offers_the_presets_models_only_with_a_preset():
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        model = app.query_one("#model", Select)
+        shown = lambda: str(model.query_one(SelectCurrent).query_one("#label").render())  # noqa: E731
+        assert shown() == "(pick one)"
+        app.query_one("#preset", Select).value = "cgdrag"
+        await pilot.pause()
+        assert shown() == "(the preset's)" and model.is_blank()
+        app.query_one("#preset", Select).clear()
+        await pilot.pause()
+        assert shown() == "(pick one)"
+
+
+async def test_the_focused_field_stands_out_at_80x24():
+    """Compact fields showed focus as a 5% tint, one grey step: it must be unmistakable."""
+    def distance(a, b):
+        return sum(abs(x - y) for x, y in zip(a.rgb, b.rgb))
+
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for field, part in (("#model", lambda w: w.query_one(SelectCurrent)), ("#size", lambda w: w)):
+            widget = app.query_one(field)
+            app.query_one("#iterations").focus()
+            await pilot.pause()
+            blurred = part(widget).background_colors[1]
+            widget.focus()
+            await pilot.pause()
+            focused = part(widget).background_colors[1]
+            assert distance(focused, blurred) > 120, (field, blurred, focused)
+
+
 async def test_catalogue_loads_off_the_ui_thread_with_default_sizes():
     app = make_app("--model", "cgdrag")
     async with app.run_test(size=SIZE) as pilot:
@@ -213,7 +247,8 @@ async def test_export_writes_results_and_traces(tmp_path):
         await pilot.pause()
         path = app.runs[1].export_path
         assert path and path.startswith(str(out))
-        assert any(path in n.message and "couplescope --tensorboard" in n.message for n in app._notifications)
+        assert any(os.path.basename(path) in n.message for n in app._notifications)
+        assert any(path in n and "couplescope --tensorboard" in n for n in app.notes)
     doc = json.loads(open(os.path.join(path, "results.json")).read())
     assert doc["variants"][0]["name"] == "simplenet-torchscript"
     assert doc["variants"][0]["stats"]["n"] == 10 and doc["variants"][0]["checks_passed"]

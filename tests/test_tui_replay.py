@@ -74,17 +74,63 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
         table = app.screen.query_one("#compare-table")
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
         assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
-        assert "1.00x" in [r[3] for r in rows]
-        assert all(r[7] == "PASSED" and r[6] == "12" and r[5] == "-" for r in rows)   # nothing compiled
+        assert "1.00x" in [r[4] for r in rows]
+        # checks beside the name; nothing compiled, so no compile column
+        assert all(r[1] == "PASSED" and r[6] == "12" and len(r) == 8 for r in rows)
         await pilot.press("space")                   # leave the first variant out
         await pilot.pause()
         rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][3] == "1.00x" and rows[1][8] == "1"
+        assert rows[0][1] == "left out (space)" and rows[1][4] == "1.00x" and rows[1][7] == "1"
         await pilot.press("space")                   # and put it back
         await pilot.pause()
         assert len(app.screen.builder.variants) == 2
         await pilot.press("escape")
         assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_compare_at_80_columns_shows_checks_and_every_key():
+    from textual.widgets._footer import FooterKey
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#compare-table")
+        widths = [c.get_render_width(table) for c in table.columns.values()]
+        assert [str(c.label) for c in table.columns.values()][:2] == ["variant", "checks"]
+        assert sum(widths[:2]) <= table.size.width
+        keys = list(app.screen.query(FooterKey))
+        assert {k.description for k in keys} >= {"back", "leave out/in", "quit"}
+        assert all(k.region.right <= 80 and k.region.width > 0 for k in keys), [(k.description, k.region) for k in keys]
+
+
+async def test_history_at_80_columns_shows_where_a_run_went_and_help_is_not_covered(tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path / "a-rather-long-directory-name" / "for-the-exported-runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.press("e")
+        await pilot.pause()
+        path = app.runs[1].export_path
+        table = app.query_one("#runs")
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+        assert str(table.get_row("1")[-1]) == "yes"
+        note = str(app.query_one("#export-note").render()).splitlines()
+        assert path in note and f"couplescope --tensorboard {path}" in note   # whole lines, not cut
+        (toast,) = app._notifications
+        assert path not in toast.message and os.path.basename(path) in toast.message
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert not list(app._notifications)   # nothing sits over the help box
+
+
+def test_compare_boxes_switch_units_for_the_slowest_variant():
+    from couplescope.frontends.tui.compare import boxes
+
+    unit, data = boxes([[5e-6] * 4, [0.2474487] * 4])
+    assert unit == "ms" and round(data[1][2], 1) == 247.4 and round(data[0][2], 3) == 0.005
 
 
 async def test_compile_times_are_noted_and_compared():
@@ -101,7 +147,7 @@ async def test_compile_times_are_noted_and_compared():
         await pilot.press("c")
         await pilot.pause()
         table = app.screen.query_one("#compare-table")
-        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[5]) for k in table.rows}
+        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[6]) for k in table.rows}
         assert compiled["#1 simplenet-torchscript-2"] == "-"
         assert compiled["#1 simplenet-aoti-2-python-host"] == "cached"
         assert compiled["#1 simplenet-aoti-2"].endswith(" s")
@@ -123,6 +169,11 @@ async def test_a_worker_that_died_is_reported_and_the_app_goes_on(tmp_path):
         assert app.runs[1].status == "error" and app.runs[1].checks() == "ERROR"
         assert any("worker ended with signal 9" in n.message for n in app._notifications)
         assert app.is_running
+        # the module's print()s are in the log, brackets and all (the log reads markup)
+        from rich.text import Text
+
+        (printed,) = [Text.from_markup(n).plain for n in app.notes if "printed" in n]
+        assert printed.startswith("dies.py-bridge printed:") and "\n[compute] call 3" in printed
 
 
 async def test_telemetry_and_diagnostics_reach_their_panels():
@@ -134,6 +185,15 @@ async def test_telemetry_and_diagnostics_reach_their_panels():
         panel = str(app.query_one("#telemetry-panel").render())
         assert "worker CPU" in panel and "cores 2" in panel
         assert any("4 torch threads" in note for note in app.notes)
+        # the run is over: the figures are its last sample, not the machine's state now
+        assert panel.startswith("idle: no run is being sampled; the last sample of run #1 ")
+
+
+def test_telemetry_never_shows_minus_zero():
+    from couplescope.frontends.tui.telemetry_panel import describe
+
+    text = describe({"system": {"cpu_percent": [-0.0, -0.2, 50.0]}, "tree": {"cpu_percent": -0.3}})
+    assert "-0" not in text and "busy 0% 0% 50%" in text and "worker CPU 0%" in text
 
 
 async def test_mpi_ranks_plot_one_point_per_step():
@@ -165,6 +225,18 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-eager"]
     assert doc == json.loads(json.dumps(replay.document(recorded, "simplenet"), default=str))
     assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000   # as --export leaves it
+
+
+async def test_the_tensorboard_command_after_an_export_is_shell_quoted(tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path / "my runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        path = app.runs[1].export_path
+    assert " " in path
+    assert any(n.endswith(f"open its traces: couplescope --tensorboard '{path}'") for n in app.notes)
 
 
 async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes():

@@ -27,6 +27,11 @@ from couplescope.workloads.bridge_contract import check_contract, import_by_path
 BUILTIN_MODULE = os.path.join(os.path.dirname(__file__), "bridge_module.py")
 
 
+def user_module(spec) -> bool:
+    """The variant calls the user's own module (--model mine.py), not couplescope's."""
+    return spec.model.endswith(".py")
+
+
 class BridgeCoupling(Coupling):
     function = "compute"
 
@@ -145,14 +150,16 @@ class BridgeBackend(Backend):
         return ("native", "python")
 
     def label_parts(self, spec) -> list[str]:
-        return [spec.bridge_model]
+        """The bridge model the built-in module runs; a user's module runs its own Python,
+        whatever --bridge-model says, and the model's name (mine.py) already names it."""
+        return [] if user_module(spec) else [spec.bridge_model]
 
     def describe(self, spec) -> list[str]:
-        return [f"bridge model {spec.bridge_model}"]
+        return ["user module"] if user_module(spec) else [f"bridge model {spec.bridge_model}"]
 
     def needs_torchscript(self, spec) -> bool:
         """The built-in module loads a TorchScript file; a user's module runs its own Python."""
-        return spec.bridge_model == "torchscript" and not spec.model.endswith(".py")
+        return spec.bridge_model == "torchscript" and not user_module(spec)
 
     def open(self, ctx):
         if ctx.spec.host == "native":

@@ -35,7 +35,7 @@ class ReplayWorker:
     def stop(self, timeout: float = 0.0) -> None:
         self._stopped = True
 
-    def crash_reason(self) -> str:
+    def crash_reason(self, after: str = "") -> str:
         return "the recording ends before the variant does"
 
 

@@ -3,8 +3,9 @@
 The worker runs in its own session (process group) so a Ctrl-C in the terminal reaches
 only the parent, which then ends the worker deliberately: SIGTERM to the whole group
 (the worker reports what it measured and exits 130), SIGKILL if it does not go. Its
-stderr is drained on a thread (a full pipe would stall the worker) and kept, so a
-crash can be explained with its last lines.
+stderr is drained on a thread (a full pipe would stall the worker) and kept: its last
+lines explain a crash, and `output` (what the worker printed: a user module's print()s,
+which the worker sends to stderr) is handed to the user when the worker has ended.
 """
 
 from __future__ import annotations
@@ -91,9 +92,17 @@ class WorkerProcess:
     #: called by the session before the worker starts (replayed workers have none)
     prepare = staticmethod(prepare_launch)
 
+    #: the last lines of what a worker printed that are kept for the user
+    OUTPUT_LINES = 1000
+
     def __init__(self, spec, env: dict | None = None, stderr_sink=None) -> None:
         self.spec = spec
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
+        #: the last OUTPUT_LINES lines the worker printed (stderr and stray stdout), and how
+        #: many it printed in all
+        self.output: collections.deque[str] = collections.deque(maxlen=self.OUTPUT_LINES)
+        self.output_total = 0
+        self._output_lock = threading.Lock()   # lines come from the stderr thread and from events()
         self._stderr_sink = stderr_sink
         cmd = worker_command(spec)
         if not is_worker_argv(cmd):   # a launcher around the worker
@@ -126,13 +135,21 @@ class WorkerProcess:
 
         backend = backends.get(self.spec.backend)
         for line in self.proc.stderr:
-            self.stderr_tail.append(line.rstrip("\n"))
+            self._printed(line)
             if self._stderr_sink is not None:
                 self._stderr_sink(line)
             if not self._heard.is_set():
                 notice = backend.launcher_notice(self.spec, line)
                 if notice is not None:
                     self._notice(*notice)
+
+    def _printed(self, line: str) -> None:
+        """A line the worker printed (not an event): kept for a crash's reason and for the user."""
+        line = line.rstrip("\n")
+        with self._output_lock:
+            self.stderr_tail.append(line)
+            self.output.append(line)
+            self.output_total += 1
 
     def _notice(self, message: str, give_up_after: float | None) -> None:
         """Tell the user now; if the worker still has not spoken after `give_up_after`
@@ -156,7 +173,7 @@ class WorkerProcess:
                 self._heard.set()
             if event is None:
                 if line.strip():
-                    self.stderr_tail.append(line.rstrip("\n"))
+                    self._printed(line)
                 continue
             yield event
         self.proc.wait()
@@ -201,8 +218,9 @@ class WorkerProcess:
     def returncode(self):
         return self.proc.returncode
 
-    def crash_reason(self) -> str:
-        """One line for a worker that died without saying why."""
+    def crash_reason(self, after: str = "") -> str:
+        """One line for a worker that died without saying why; `after` says how far it got
+        ("after warm-up iteration 2"), from the events the parent received."""
         from couplescope import backends
 
         if self._gave_up:
@@ -212,10 +230,10 @@ class WorkerProcess:
         if reason:
             return reason
         tail = [line for line in self.stderr_tail if line.strip()]
-        last = tail[-1].strip() if tail else "no output"
+        last = f"its last output: {tail[-1].strip()}" if tail else "it printed nothing"
         code = self.proc.returncode
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        return f"worker ended with {how}: {last}"
+        return f"worker ended with {how}{' ' + after if after else ''}; {last}"
 
 
 def _descendants(pid: int) -> list:

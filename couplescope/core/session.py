@@ -5,7 +5,8 @@ Listeners (printer, exporters, telemetry sampler, the app) implement
 couplescope.protocol.listener.Listener. `stop()` may be called from another thread.
 
 The seam for fast tests is `start_worker`: a callable (spec, env) -> a worker with
-events(), stop(), pid, returncode and crash_reason(). By default it starts a real worker
+events(), stop(), pid, returncode and crash_reason(after); `output` and `output_total` (what
+it printed) when it has them. By default it starts a real worker
 process (couplescope.core.runner); couplescope.core.replay gives one that plays back a
 recorded events.jsonl, so the printer, exporters and the app are tested on real runs'
 events without starting torch.
@@ -76,6 +77,25 @@ class Session:
         if self.signal is None:
             self.signal = signum_of(exc)
 
+    def _emit_output(self, spec, proc) -> None:
+        """What the worker printed (a user module's print()s), once it has ended: shown and
+        saved after the measurements, never while a call is being timed."""
+        lines = list(getattr(proc, "output", ()))
+        if lines:
+            self.emit(events.make("worker_output", spec.label, lines=lines,
+                                  total=max(getattr(proc, "output_total", 0), len(lines))))
+
+    def _how_far(self, spec) -> str:
+        """"after warm-up iteration 2": the last call the parent heard of, for a crash's line."""
+        variant = self.builder.variants.get(spec.label)
+        if variant is None or variant.load_seconds is None:
+            return "before its model loaded"
+        if not variant.iterations:
+            return "after loading its model, before its first call"
+        last = variant.iterations[-1]
+        kind = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}.get(last["kind"], last["kind"])
+        return f"after {kind} iteration {last['index']}"
+
     def _run_one(self, spec) -> None:
         env = dict(self.worker_env)
         for listener in self.listeners:
@@ -119,10 +139,11 @@ class Session:
             proc.stop()
             for listener in self.listeners:
                 listener.worker_ended(spec, proc)
+        self._emit_output(spec, proc)
         if not ended:
             interrupted = self._stop.is_set()
             self.emit(events.make("variant_failed", spec.label,
-                                  reason="interrupted" if interrupted else proc.crash_reason(),
+                                  reason="interrupted" if interrupted else proc.crash_reason(self._how_far(spec)),
                                   kind="interrupted" if interrupted else "error", traceback=""))
         for listener in self.listeners:
             listener.variant_done(self.builder)

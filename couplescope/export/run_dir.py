@@ -44,6 +44,11 @@ def check_writable(parent: str) -> str:
     return parent
 
 
+def output_log_name(variant: str) -> str:
+    """The file in the run directory that keeps what a variant's worker printed."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", variant).strip("-.") + ".output.log"
+
+
 def readable_json(document: dict) -> str:
     """The document indented for people, with each variant's iterations one per line.
 
@@ -180,6 +185,20 @@ class RunDirectoryExporter(Listener):
                 self._create()
             return
         self._write(event)
+        if event["event"] == "worker_output":
+            self._write_output(event)
+
+    def _write_output(self, ev: dict) -> None:
+        """A worker's printed lines, in <variant>.output.log (a failed write is reported like
+        any other; the lines stay in events.jsonl)."""
+        target = os.path.join(self.path, output_log_name(ev["variant"]))
+        dropped = ev["total"] - len(ev["lines"])
+        head = [f"({dropped} earlier lines were not kept)"] if dropped > 0 else []
+        try:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write("\n".join(head + ev["lines"]) + "\n")
+        except OSError as exc:
+            self._failed(target, exc)
 
     def variant_done(self, builder) -> None:
         if self.path is None:

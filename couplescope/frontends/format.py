@@ -5,6 +5,16 @@ from __future__ import annotations
 import math
 
 
+def shows_output(spec: dict, finished: bool) -> bool:
+    """Whether a front end shows what a variant's worker printed (a worker_output event).
+
+    A user's module (--model mine.py) prints what its author wants to see; the worker of
+    couplescope's own models prints only torch's and the profiler's chatter (kineto's
+    profiler_start lines), worth showing only when the variant did not finish. Either way
+    the lines are kept in events.jsonl and, exported, in <variant>.output.log."""
+    return str((spec or {}).get("model", "")).endswith(".py") or not finished
+
+
 def seconds(value) -> str:
     """2.023 s, 12.35 ms, 41.2 µs: three to four significant figures in a readable unit."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -47,7 +47,8 @@ EVENTS: dict[str, EventType] = {
          "tolerance": "the check's tolerance", "backend": "the backend",
          "inputs": "host input shapes by name", "outputs": "host output shapes by name"},
         {"ranks": "ranks in the job", "per_rank_seconds": "load time per rank",
-         "inner_backend": "the coupling each rank runs"}),
+         "inner_backend": "the coupling each rank runs",
+         "torchscript": "the calls run a TorchScript module (false: eager Python, a user's module, AOTInductor)"}),
     "model_compiled": EventType(
         "worker", "the model was compiled before its load (aoti: torch.export + AOTInductor, or "
                   "its package found in the cache; the bridge's compiled model: torch.compile's "
@@ -91,6 +92,10 @@ EVENTS: dict[str, EventType] = {
         "parent", "a warning about how the run uses the machine (ranks warn from the worker)",
         {"level": "warning", "message": "plain words", "setting": "the option to change"},
         {"check": "which check spoke", "rank": "the rank that spoke (multi-process variants)"}),
+    "worker_output": EventType(
+        "parent", "what a variant's worker printed (a user module's print()s, warnings), "
+                  "sent once the worker has ended",
+        {"lines": "its last lines (at most 1000)", "total": "how many lines it printed"}, {}),
     "log": EventType(
         "parent", "a line for the user (also from the worker)",
         {"message": "the text"}, {"verbatim": "print as is, without the variant's name"}),

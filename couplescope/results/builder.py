@@ -63,7 +63,8 @@ class VariantResult:
         """Noise, a slow first call, timed calls still warming up (stats.warnings_for)."""
         warm = [it for it in self.iterations if it["kind"] == "warmup"]
         return stats.warnings_for(self.stats(), warm[0]["seconds"] if warm else None,
-                                  [it["seconds"] for it in self.steps])
+                                  [it["seconds"] for it in self.steps],
+                                  torchscript=bool(self.model.get("torchscript")))
 
     def all_passed(self) -> bool:
         """Every iteration measured so far passed its check (says nothing of how it ended)."""
@@ -146,7 +147,8 @@ class ResultsBuilder:
         elif kind == "model_loaded":
             v = self.variant(name)
             v.load_seconds = ev["seconds"]
-            v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs") if k in ev}
+            v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs", "torchscript")
+                       if k in ev}
         elif kind == "iterations":
             for one in events.expand(ev):
                 self.on_event(one)

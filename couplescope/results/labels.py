@@ -22,6 +22,8 @@ def size_of(variant: dict) -> int | None:
 def backend_text(spec: dict) -> str:
     backend = spec.get("backend", "?")
     if backend == "bridge":
+        if str(spec.get("model", "")).endswith(".py"):   # the user's module runs its own Python
+            return "bridge (user module)"
         return f"bridge ({spec.get('bridge_model', 'torchscript')})"
     if backend == "mpi":
         return f"mpi x{spec.get('ranks', '?')} ({spec.get('inner_backend', 'torchscript')})"

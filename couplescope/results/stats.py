@@ -40,17 +40,22 @@ def summarize(times: list[float]) -> dict:
             "noisy": bool(median > 0 and iqr / median > NOISE_IQR_OVER_MEDIAN)}
 
 
-def warnings_for(stats: dict, first_seconds: float | None = None, timed: list[float] | None = None) -> list[str]:
+def warnings_for(stats: dict, first_seconds: float | None = None, timed: list[float] | None = None,
+                 torchscript: bool = False) -> list[str]:
     """Plain-words warnings a careful user would want, hyperfine-style.
 
-    first_seconds: the first (warm-up) call; timed: the timed calls in the order they ran.
+    first_seconds: the first (warm-up) call; timed: the timed calls in the order they ran;
+    torchscript: the calls ran a TorchScript module (its profiling executor optimises over
+    the first calls), so the warm-up hint may name it; anything else warms up for other
+    reasons (caches, allocations, lazy imports) and the hint does not guess which.
     """
     out = []
     median = stats.get("median")
     if timed and len(timed) >= 4 and median and timed[0] > SLOW_FIRST_FACTOR * median:
         slow = next((i for i, t in enumerate(timed) if t <= SLOW_FIRST_FACTOR * median), len(timed))
         out.append(f"the first {slow} timed call(s) took up to {max(timed[:slow]) / median:.1f}x the median: "
-                   "the model was still warming up (TorchScript optimises over its first calls); "
+                   "the model was still warming up"
+                   f"{' (TorchScript optimises over its first calls)' if torchscript else ''}; "
                    f"use --warmup {slow + 1} or more")
     if stats.get("noisy"):
         ratio = stats["iqr"] / stats["median"]

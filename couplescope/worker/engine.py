@@ -306,7 +306,8 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     fields = {"seconds": max(loads), "size": prepared.size, "dtype": prepared.dtype,
               "tolerance": prepared.tolerance, "backend": spec.backend,
               "inputs": {n: list(a.shape) for n, a in prepared.arrays.items()},
-              "outputs": {n: list(a.shape) for n, a in prepared.outputs.items()}}
+              "outputs": {n: list(a.shape) for n, a in prepared.outputs.items()},
+              "torchscript": bool(prepared.coupling.ctx.torchscript_path)}
     if len(loads) > 1:
         fields.update(ranks=len(loads), per_rank_seconds=loads,
                       inner_backend=backend.coupling_backend(spec).name)

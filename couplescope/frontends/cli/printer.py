@@ -94,6 +94,8 @@ class HeadlessPrinter(Listener):
         self._profiled = {}
         self._started = None
         self._compiled = {}   # variant -> its model_compiled event, printed under its header
+        self._specs: dict[str, dict] = {}   # variant -> its spec (from run_started)
+        self._finished: set[str] = set()    # variants that ran to their end
         self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
@@ -127,6 +129,7 @@ class HeadlessPrinter(Listener):
         # The header waits for the model to load: bad input then prints one line only.
         self.count += 1
         self._started = ev
+        self._specs[ev["variant"]] = ev["spec"]
         spec = ev["spec"]
         if spec.get("backend") == "aoti" or (spec.get("backend") == "bridge" and spec.get("bridge_model") == "compiled"):
             self.status(f"{ev['variant']}: building, compiling (or finding the compiled model in the cache) "
@@ -199,6 +202,9 @@ class HeadlessPrinter(Listener):
             self._profiled.setdefault(v, []).append(ev)
             self.status(f"{v}: profiling, iteration {ev['index'] + 1}")
 
+    def _on_variant_finished(self, ev):
+        self._finished.add(ev["variant"])
+
     def _on_variant_failed(self, ev):
         kind = ev.get("kind")
         if kind == "interrupted":
@@ -209,6 +215,23 @@ class HeadlessPrinter(Listener):
             self.print(f"couplescope: {ev['reason']}", err=True)
         else:
             self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
+
+    #: how many of a worker's last printed lines the terminal shows (all are in events.jsonl
+    #: and, exported, in <variant>.output.log)
+    OUTPUT_LINES_SHOWN = 20
+
+    def _on_worker_output(self, ev):
+        """What the worker printed (a user module's print()s), on stderr, each line prefixed
+        with the variant: it arrives when the worker has ended, after its measurements.
+        Shown for a user's module, or a variant that did not finish (fmt.shows_output)."""
+        v, lines, total = ev["variant"], ev["lines"], ev["total"]
+        if not fmt.shows_output(self._specs.get(v), v in self._finished):
+            return
+        shown = lines[-self.OUTPUT_LINES_SHOWN:]
+        if total > len(shown):
+            self.print(f"{v}: the worker printed {total} lines; the last {len(shown)}:", err=True)
+        for line in shown:
+            self.print(f"{v} | {line}", err=True)
 
     def _on_host_build(self, ev):
         if ev["status"] == "building":

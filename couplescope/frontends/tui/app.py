@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import signal
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -54,6 +56,12 @@ def _while_shown(handler):
 #: cores the worker is being measured on (benchmarks/ui_perturbation.py)
 TICK_SECONDS = 0.5
 
+HISTORY_HINT = "space marks runs for c (compare); e exports the highlighted run"
+
+
+def tensorboard_command(path: str) -> str:
+    """The command that opens an exported run's traces, shell-quoted (a path may hold spaces)."""
+    return f"couplescope --tensorboard {shlex.quote(path)}"
 
 class CoupleScopeApp(App):
     CSS_PATH = "app.tcss"
@@ -117,8 +125,7 @@ class CoupleScopeApp(App):
             with TabPane("History h", id="history"):
                 with Vertical():
                     yield RunsTable(id="runs")
-                    yield Static("space marks runs for c (compare); e exports the highlighted run",
-                                 id="export-note")
+                    yield Static(HISTORY_HINT, id="export-note")
         yield Footer()
 
     @property
@@ -159,6 +166,7 @@ class CoupleScopeApp(App):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
+            self.clear_notifications()   # a toast would sit over the help box
             self.push_screen(HelpScreen())
 
     def action_run(self) -> None:
@@ -245,14 +253,29 @@ class CoupleScopeApp(App):
             self.notify(str(exc), title="export failed", severity="error", timeout=8)
             self.note(f"export failed: {exc}", "error")
             return
-        command = f"couplescope --tensorboard {path}"
+        command = tensorboard_command(path)
         if record.summary_error:
             self.note(record.summary_error, "warning")
         self.update_history_row(record)
-        self.main.query_one("#export-note", Static).update(f"exported {record.name} to {path}\n"
-                                                      f"open its traces: {command}")
+        self.show_export_note(record)
         self.note(f"exported {record.name} to {path}; open its traces: {command}")
-        self.notify(f"{path}\nopen its traces: {command}", title="exported", timeout=15)
+        # the toast, a third of the width, names the run directory only: a path wrapped mid-token
+        self.notify(f"to {os.path.basename(path)}; the full path and the TensorBoard command are in "
+                    "History", title=f"exported {record.name}", timeout=8)
+
+    def show_export_note(self, record: RunRecord | None) -> None:
+        """Under the History table: where the highlighted run was exported, the path and the
+        command on lines of their own (inside a sentence a path was broken mid-token)."""
+        if record is None or not record.export_path:
+            text = HISTORY_HINT
+        else:
+            text = (f"{record.name} was exported to\n{record.export_path}\nopen its traces:\n"
+                    f"{tensorboard_command(record.export_path)}")
+        self.main.query_one("#export-note", Static).update(Text(text))
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        if event.data_table.id == "runs":
+            self.show_export_note(self.selected_run())
 
     def action_compare(self) -> None:
         records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
@@ -419,10 +442,22 @@ class CoupleScopeApp(App):
         ev = msg.event
         if ev["event"] == "log":
             self.note(f"{ev.get('variant')}: {ev.get('message')}")
+        elif ev["event"] == "worker_output" and self._shows_output(msg.run_id, ev["variant"]):
+            from rich.markup import escape
+
+            lines = (ev.get("lines") or [])[-20:]
+            more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
+            self.note(f"{ev.get('variant')} printed{more}:\n" + "\n".join(escape(line) for line in lines))
         elif ev["event"] == "model_compiled":
             self.note(f"{ev.get('variant')}: {fmt.compiled_line(ev)}")
         elif ev["event"] == "trace_written":
             self.note(f"{ev.get('variant')}: trace written")
+
+    def _shows_output(self, run_id: int, variant: str) -> bool:
+        """A user module's print()s, or the output of a variant that did not finish."""
+        record = self.runs.get(run_id)
+        v = record.builder.variants.get(variant) if record else None
+        return v is not None and fmt.shows_output(v.spec, v.status == "finished")
 
     @_while_shown
     def on_run_ended(self, msg: m.RunEnded) -> None:
@@ -432,6 +467,9 @@ class CoupleScopeApp(App):
         record.finish(msg.error)
         if record is self.active:
             self.active = None
+        self._tick(force=True)   # its last sample is drawn before the panels go idle
+        for panel in self.main.query(TelemetryPanel):
+            panel.idle(record.name)
         if msg.error:
             self.note(f"run {record.name} broke: {msg.error}", "error")
             self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)

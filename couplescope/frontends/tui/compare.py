@@ -50,9 +50,20 @@ def combined(records, left_out=frozenset()) -> ResultsBuilder:
     return builder
 
 
+def boxes(series: list[list[float]]) -> tuple[str, list[list[float]]]:
+    """(unit, each variant's whiskers and box in that unit, top whisker first).
+
+    Whiskers at the 5th and 95th percentiles: one 10x outlier would otherwise squash every
+    box into the bottom row. The unit is the highest whisker's, so the axis reads 247.4 ms
+    rather than 247448.7 µs (the fastest variant's unit did that)."""
+    quintuples = [[stats.percentile(sorted(values), q) for q in WHISKERS] for values in series]
+    unit, scale = _unit(max(q[0] for q in quintuples))
+    return unit, [[v * scale for v in q] for q in quintuples]
+
+
 class CompareScreen(Screen):
     BINDINGS = [Binding("escape,c", "app.pop_screen", "back"),
-                Binding("space", "toggle_variant", "leave out / put back"),
+                Binding("space", "toggle_variant", "leave out/in"),
                 Binding("v", "toggle_plot", "median vs size / boxes", show=False),
                 Binding("q", "app.quit", "quit")]
 
@@ -70,11 +81,15 @@ class CompareScreen(Screen):
         yield Static(f"[b]compare[/] {runs}  (overhead = call minus forward)", id="compare-title")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield PlotextPlot(id="compare-plot")
-        yield Footer()
+        # compact, without the palette's key: every key fits an 80-column footer
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        # checks beside the name, so 80 columns show them; compile only when a variant compiled
+        self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
         self.query_one("#compare-table", DataTable).add_columns(
-            "variant", "median", "IQR", "vs fastest", "overhead", "compile", "n", "checks", "box")
+            "variant", "checks", "median", "IQR", "vs fastest", "overhead",
+            *(["compile"] if self.compiled else []), "n", "box")
         self.fill()
 
     def fill(self) -> None:
@@ -88,16 +103,15 @@ class CompareScreen(Screen):
             r = rows.get(name)
             if r is None:
                 why = "left out (space)" if name in self.left_out else "no timed iterations"
-                table.add_row(Text(name, style="dim"), Text(why, style="dim"), "", "", "", "", "", "", "",
-                              key=name)
+                table.add_row(Text(name, style="dim"), Text(why, style="dim"),
+                              *[""] * (len(table.columns) - 2), key=name)
                 continue
-            check = verdict_text(r["verdict"])
-            table.add_row(name, fmt.seconds(r["median"]), fmt.seconds(r["iqr"]),
-                          fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]),
-                          fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds")), str(r["n"]), check,
+            compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
+            table.add_row(name, verdict_text(r["verdict"]), fmt.seconds(r["median"]), fmt.seconds(r["iqr"]),
+                          fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]), *compiled, str(r["n"]),
                           str(box[name]), key=name)
         if not self.all_names:
-            table.add_row("no timed iterations in these runs yet", "", "", "", "", "", "", "", "")
+            table.add_row("no timed iterations in these runs yet", *[""] * (len(table.columns) - 1))
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
 
@@ -141,14 +155,8 @@ class CompareScreen(Screen):
             self.draw_sweep(plt, groups, series)
             plot.refresh()
             return
-        unit, scale = _unit(min(stats.percentile(sorted(v), 50) for v in series.values()))
         box_labels = [str(i) for i in range(1, len(series) + 1)]
-        # whiskers at the 5th and 95th percentiles: one 10x outlier would otherwise squash
-        # every box into the bottom row
-        data = []
-        for values in series.values():
-            ordered = sorted(values)
-            data.append([stats.percentile(ordered, q) * scale for q in WHISKERS])
+        unit, data = boxes(list(series.values()))
         plt.box(box_labels, data, quintuples=True)
         plt.title(f"timed iterations ({unit}) by box number: box 25-75%, whiskers 5-95%"
                   + ("  (v: median vs size)" if groups else ""))
@@ -160,7 +168,7 @@ class CompareScreen(Screen):
         described = [labels.describe({"spec": variants[g[0]].spec, "model": variants[g[0]].model},
                                      variants[g[0]].environment) for g in groups]
         common, distinct = labels.split_common(described)
-        unit, scale = _unit(min(stats.percentile(sorted(series[n]), 50) for n in variants))
+        unit, scale = _unit(max(sweeps.band(series[n])[1] for n in variants))   # the highest median's unit
         all_sizes, medians, highs = [], [], []
         for k, (group, own) in enumerate(zip(groups, distinct)):
             sizes = [labels.size_of({"spec": variants[n].spec, "model": variants[n].model}) for n in group]

@@ -42,6 +42,11 @@ def short_reason(reason: str) -> str:
     return head if len(head) <= SHORT_REASON else head[:SHORT_REASON - 1] + "…"
 
 
+def model_prompt(preset: str | None) -> str:
+    """What the model list says with no model picked: a preset's models run, or one must be picked."""
+    return "(the preset's)" if preset else "(pick one)"
+
+
 class CheckList(SelectionList):
     """A SelectionList whose boxes read `[x]` / `[ ]` (`[-]` when unavailable).
 
@@ -145,7 +150,7 @@ class PickForm(Vertical):
             yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)", compact=True,
                          value=a.preset or Select.NULL)
             yield Label("model")
-            yield Select([(n, n) for n in model_names], id="model", prompt="(from preset)", compact=True,
+            yield Select([(n, n) for n in model_names], id="model", prompt=model_prompt(a.preset), compact=True,
                          value=a.model or Select.NULL)
             yield Label("size", id="size-label")
             yield Input(sizes, id="size", placeholder="model's own", compact=True,
@@ -274,8 +279,12 @@ class PickForm(Vertical):
         preview.update(f"[b]{len(specs)} variant(s):[/] {labels}")
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "preset" and isinstance(event.value, str):
-            self.query_one("#model", Select).clear()   # the preset becomes the set of variants
+        if event.select.id == "preset":
+            model = self.query_one("#model", Select)
+            preset = event.value if isinstance(event.value, str) else None
+            model.prompt = model_prompt(preset)
+            if preset:
+                model.clear()   # the preset becomes the set of variants
         if event.select.id == "model":
             self.update_size_hint()
         self.refresh_preview()

@@ -18,12 +18,14 @@ class RunsTable(DataTable):
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.add_column("", key="mark", width=1)
+        # 80 columns hold every column: a path never fits, so the highlighted run's export
+        # path is written in full under the table (the app's #export-note)
         self.add_column("run", key="run", width=24)
         self.add_column("variants", key="variants", width=8)
         self.add_column("status", key="status", width=8)
-        self.add_column("fastest median", key="median", width=14)
-        self.add_column("checks", key="checks", width=6)
-        self.add_column("exported to", key="export")
+        self.add_column("fastest", key="median", width=8)
+        self.add_column("checks", key="checks", width=7)
+        self.add_column("exported", key="export", width=8)
 
     def add_run(self, record) -> None:
         self.add_row("", record.name, str(len(record.specs)), record.status, "", "", "", key=str(record.id))
@@ -39,7 +41,7 @@ class RunsTable(DataTable):
         self.update_cell(key, "checks", Text(checks, style=style))
         self.update_cell(key, "mark", "*" if record.selected else "")
         if record.export_path:
-            self.update_cell(key, "export", record.export_path)
+            self.update_cell(key, "export", "yes")
 
     def highlighted_id(self) -> int | None:
         if not self.row_count:

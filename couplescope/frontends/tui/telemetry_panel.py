@@ -14,7 +14,10 @@ from textual.widgets import RichLog, Static
 def _num(value, suffix: str = "", fmt: str = "{:.0f}") -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "n/a"
-    return fmt.format(value) + suffix
+    text = fmt.format(value)
+    if text.startswith("-") and float(text) == 0:   # -0.2 rounds to "-0"
+        text = text[1:]
+    return text + suffix
 
 
 def _bytes(value) -> str:
@@ -38,7 +41,8 @@ def describe(sample: dict) -> str:
     tree, system = _dict(sample.get("tree")), _dict(sample.get("system"))
     per_core = system.get("cpu_percent")
     per_core = [c for c in per_core if isinstance(c, (int, float))] if isinstance(per_core, list) else []
-    busy = " ".join(f"{c:.0f}%" for c in per_core[:16]) + (" ..." if len(per_core) > 16 else "")
+    # max(0, ...): a rounding below zero printed "-0%"
+    busy = " ".join(f"{max(0.0, c):.0f}%" for c in per_core[:16]) + (" ..." if len(per_core) > 16 else "")
     lines = [f"cores {len(per_core) or 'n/a'}" + (f"  busy {busy}" if per_core else ""),
              f"system memory {_bytes(system.get('memory_used'))} of {_bytes(system.get('memory_total'))}"]
     lines.append(f"worker CPU {_num(tree.get('cpu_percent'), '%')}  "
@@ -61,17 +65,33 @@ def describe(sample: dict) -> str:
 
 
 class TelemetryPanel(Static):
-    """Cores, worker CPU and memory, threads, GPUs (or "no GPU"); n/a where missing."""
+    """Cores, worker CPU and memory, threads, GPUs (or "no GPU"); n/a where missing.
+
+    Between runs nothing is sampled: the panel says so above the last sample it had, so
+    figures frozen at a run's end are not read as the machine's state now."""
 
     def on_mount(self) -> None:
+        self._last: dict | None = None
         self.update("telemetry: waiting for a run")
 
     def show(self, sample: dict) -> None:
+        self._last = sample
+        self.update(self._text(sample))
+
+    def idle(self, run_name: str) -> None:
+        """The run has ended: nothing is sampled until the next one."""
+        if self._last is None:
+            self.update("telemetry: idle (no run is being sampled)")
+        else:
+            self.update(f"idle: no run is being sampled; the last sample of run {run_name}:\n"
+                        + self._text(self._last))
+
+    @staticmethod
+    def _text(sample: dict) -> str:
         try:
-            text = describe(sample)
+            return describe(sample)
         except Exception as exc:  # an odd sample must never break the app
-            text = f"telemetry: cannot show this sample ({type(exc).__name__})"
-        self.update(text)
+            return f"telemetry: cannot show this sample ({type(exc).__name__})"
 
 
 class DiagnosticsLog(RichLog):
