@@ -2,6 +2,6 @@
 
 import sys
 
-from couplescope.worker.main import main
+from couplescope.worker.main import quiet_main
 
-sys.exit(main())
+sys.exit(quiet_main())

@@ -78,5 +78,17 @@ def main(argv=None) -> int:
     return run(spec, backend, backend.team(spec, write))
 
 
+def quiet_main() -> int:
+    """main(), ended quietly by an interrupt that comes before the engine handles them (a
+    SIGTERM to every process of a job, as scancel sends, can land while torch is still being
+    imported): no traceback in the output the user is shown, exit 130 as documented."""
+    from couplescope.protocol.contract import EXIT_INTERRUPTED
+
+    try:
+        return main()
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_main())
