@@ -1,7 +1,7 @@
 """What couplescope's synchronised phase timing costs on a GPU, beside CUDA events.
 
 On a CUDA device, for deep-linear (L = 250) and toy-resnet (R = 32), with the torchscript
-and cudagraph backends built exactly as a run builds them (engine.Prepared), in one
+and cudagraph backends built exactly as a run builds them (measure.Prepared), in one
 process and interleaved call by call (A B A B ...) so drift hits both alike:
   - idle sync: the median cost of one torch.cuda.synchronize() on an idle device;
   - synced: median call time with the phase clock synchronising before and after every
@@ -28,7 +28,8 @@ import torch
 from couplescope import backends
 from couplescope.backends import devices
 from couplescope.protocol.spec import RunSpec
-from couplescope.worker.engine import Prepared, prepare
+from couplescope.worker.engine import prepare
+from couplescope.worker.measure import Prepared
 
 
 def idle_sync_cost(n: int = 2000) -> float:

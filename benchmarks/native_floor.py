@@ -30,25 +30,32 @@ SOURCE = os.path.join(HERE, "native_floor.cpp")
 
 
 def build_floor() -> str:
+    return build_cpp(SOURCE, "native_floor")
+
+
+def build_cpp(source: str, name: str) -> str:
+    """A one-file libtorch program compiled once into the couplescope cache (keyed by its
+    source and torch's version); its path. benchmarks/train_floor.py builds its loop here too."""
     import torch
     from torch.utils.cpp_extension import include_paths, library_paths
 
     from couplescope.backends import native
 
-    with open(SOURCE, "rb") as f:
+    with open(source, "rb") as f:
         digest = hashlib.sha256(f.read() + torch.__version__.encode()).hexdigest()[:12]
-    out = os.path.join(native.cache_root(), "benchmarks", f"native_floor-{digest}")
+    out = os.path.join(native.cache_root(), "benchmarks", f"{name}-{digest}")
     if os.path.exists(out):
         return out
     os.makedirs(os.path.dirname(out), exist_ok=True)
     libs = library_paths()
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    cmd = [native.compiler(), "-O2", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", SOURCE,
+    tmp = f"{out}.{os.getpid()}.tmp"   # two users building at once each write their own
+    cmd = [native.compiler(), "-O2", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", source,
            *[f"-I{p}" for p in include_paths()], *[f"-L{p}" for p in libs],
-           *[f"-Wl,-rpath,{p}" for p in libs], "-ltorch", "-ltorch_cpu", "-lc10", "-o", out + ".tmp"]
-    print(f"compiling the floor loop (once, about a minute): {out}", file=sys.stderr)
+           *[f"-Wl,-rpath,{p}" for p in libs], "-ltorch", "-ltorch_cpu", "-lc10", "-o", tmp]
+    print(f"compiling {name} (once, about a minute): {out}", file=sys.stderr)
     subprocess.run(cmd, check=True)
-    os.replace(out + ".tmp", out)
+    os.replace(tmp, out)
     return out
 
 

@@ -8,6 +8,11 @@ for a fixed period at 10 Hz and 50 Hz and reads the sampler thread's CPU time
 the system and NVML, build the telemetry event, serialise it to a JSON line and add it
 to the results timeline. Target: under 1% of one core at 10 Hz.
 
+Part 3 runs the node sampler (couplescope.probes.node: the process each node of a
+multi-node job runs) against R rank-like processes at 10 Hz and reads its own CPU time
+from its samples: its start-up (Python, psutil, NVML's probe) and its steady cost per
+second of sampling. Target: under 1% of one core per node at 10 Hz.
+
 Part 2 runs the same small variant (StrideNet N=32 through TorchScript) with telemetry
 off and on (10 Hz and 50 Hz), interleaved in one process so drift hits all alike, and
 prints the median of each run's timed-iteration medians and the ratio to "off".
@@ -22,10 +27,11 @@ import sys
 import time
 
 from couplescope.protocol import events
-from couplescope.core.telemetry.gpu import GpuProbe
+from couplescope.probes.gpu import GpuProbe
 from couplescope.core import pipeline, request
 from couplescope.protocol.spec import RunSpec
-from couplescope.core.telemetry.sampler import SamplerThread, TreeSampler
+from couplescope.core.telemetry.sampler import SamplerThread
+from couplescope.probes.tree import TreeSampler
 from couplescope.results.telemetry import TelemetryRecord
 
 BUSY = """
@@ -69,6 +75,46 @@ def sampler_cost(hz: float, seconds: float, gpu: GpuProbe) -> dict:
             "bytes_per_event": statistics.mean(sizes) if sizes else 0}
 
 
+SLEEPER = """
+import threading, time
+for _ in range(2):
+    threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
+time.sleep(3600)
+"""
+
+
+def node_sampler_cost(ranks: int, hz: float, seconds: float) -> dict:
+    """The node sampler watching `ranks` processes for `seconds`: its CPU from its samples."""
+    import json
+
+    fakes = [subprocess.Popen([sys.executable, "-c", SLEEPER]) for _ in range(ranks)]
+    sampler = None
+    try:
+        time.sleep(0.3)
+        listed = ",".join(f"{r}:{p.pid}" for r, p in enumerate(fakes))
+        sampler = subprocess.Popen([sys.executable, "-m", "couplescope.probes.node", "--hz", str(hz),
+                                    "--node", "bench", "--ranks", listed], stdout=subprocess.PIPE, text=True)
+        first = json.loads(sampler.stdout.readline())
+        deadline = time.monotonic() + seconds
+        last, count = first, 1
+        while time.monotonic() < deadline:
+            last = json.loads(sampler.stdout.readline())
+            count += 1
+        size = len(json.dumps(last))
+    finally:
+        if sampler is not None:
+            sampler.terminate()
+            sampler.wait()
+        for p in fakes:
+            p.kill()
+            p.wait()
+    wall = last["t"] - first["t"]
+    cpu = last["sampler"]["cpu_seconds"] - first["sampler"]["cpu_seconds"]
+    return {"ranks": ranks, "startup_cpu": first["sampler"]["cpu_seconds"], "cpu": cpu, "wall": wall,
+            "samples": count, "percent_of_core": 100.0 * cpu / wall if wall > 0 else float("nan"),
+            "per_sample_ms": 1000.0 * cpu / max(1, count - 1), "bytes": size}
+
+
 def run_median(spec: RunSpec, hz: float) -> float:
     builder = pipeline.run(request.from_specs([spec], telemetry_hz=hz)).builder
     v = builder.variants[spec.label]
@@ -82,7 +128,18 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="sampling period per rate (default 10)")
     ap.add_argument("--pairs", type=int, default=3, help="interleaved off/10 Hz/50 Hz rounds (default 3)")
     ap.add_argument("--iterations", type=int, default=300, help="timed iterations per run (default 300)")
+    ap.add_argument("--node-ranks", default="2,8", help="ranks per node for part 3 (default 2,8)")
+    ap.add_argument("--only-nodes", action="store_true", help="part 3 only")
     args = ap.parse_args()
+    print(f"3) node sampler process at 10 Hz ({args.seconds:.0f} s per node size)")
+    for ranks in (int(r) for r in args.node_ranks.split(",")):
+        r = node_sampler_cost(ranks, 10.0, args.seconds)
+        print(f"   {ranks:>3} ranks on the node: {r['percent_of_core']:.3f}% of one core "
+              f"({r['cpu'] * 1000:.1f} ms CPU over {r['wall']:.1f} s, {r['samples']} samples, "
+              f"{r['per_sample_ms']:.2f} ms CPU per sample, ~{r['bytes']} bytes per sample; "
+              f"start-up {r['startup_cpu'] * 1000:.0f} ms CPU, once)")
+    if args.only_nodes:
+        return 0
 
     gpu = GpuProbe()
     print(f"GPU telemetry: {'available' if gpu.available else 'n/a (' + str(gpu.reason) + ')'}")

@@ -37,6 +37,8 @@ class StrideWorkload(Workload):
     size_help = "the input is an N x N float32 array of uniform random numbers (reference: 512)"
     default_size = 512
     dtype = "float32"
+    untrainable = ("StrideNet has no parameters (its forward copies element by element), so "
+                   "there is nothing to train; train simplenet, cgdrag or polynomial")
 
     def validate_size(self, size):
         if size < 2:

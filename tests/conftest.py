@@ -29,6 +29,14 @@ def _run_outside_the_source_tree(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size_from_the_runner(monkeypatch):
+    """pytest-xdist's workers export COLUMNS=80 and LINES=24, which `--list` (and argparse)
+    rightly obey: a test sees the command as a user piping it would, unless it sets them."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def command(capsys):
     """The real `couplescope` command's main(), in this process: for input that is refused

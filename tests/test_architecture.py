@@ -28,6 +28,23 @@ def test_import_contracts_hold():
     assert "broken" in r.stdout and " 0 broken" in r.stdout
 
 
+def test_every_package_of_the_source_tree_is_installed():
+    """pyproject.toml lists the packages by hand (models/ and presets/ install inside the
+    package): a new subpackage left off the list imports from the source tree and is
+    missing from a regular `pip install .` (CI once failed on tui/views that way)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10
+        import tomli as tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "couplescope")):
+        if "__init__.py" in files:
+            found.add(os.path.relpath(folder, ROOT).replace(os.sep, "."))
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
 def _modules_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "; import sys; print(' '.join(sys.modules))"],
                          capture_output=True, text=True)
@@ -44,6 +61,47 @@ def test_help_and_the_parent_pipeline_import_no_torch_or_textual():
     assert "matplotlib" not in mods   # drawn with only when a picture is asked for
     r = subprocess.run([sys.executable, "-m", "couplescope", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--preset" in r.stdout and "exit codes" in r.stdout
+
+
+def test_list_imports_no_torch_and_says_what_the_imported_models_say():
+    """A listing should not need torch (its import was most of --list's 1.7 s, 4.5 s on a
+    busy machine): models are read from their files, a CPU-only torch from its version
+    file. What it lists must be what importing the models would say."""
+    mods = _modules_after("import io; from couplescope.frontends.cli.listing import print_list; "
+                          "print_list(io.StringIO())")
+    assert "torch" not in mods and "textual" not in mods and "matplotlib" not in mods
+    from couplescope.core.catalogue_info import read_catalogue
+    from couplescope.workloads import catalogue
+
+    listed = read_catalogue(with_devices=False).models
+    assert list(listed) == catalogue.model_names()
+    for name, shown in listed.items():
+        w = catalogue.load(name)   # imports the model (and torch)
+        assert shown == {"summary": w.summary, "size_name": w.size_name,
+                         "default_size": w.default_size, "dtype": w.dtype}, name
+
+
+def test_a_model_with_computed_attributes_is_imported_to_be_listed(tmp_path):
+    """model_info reads constants only; anything else makes the catalogue import the model."""
+    from couplescope.workloads import model_info
+
+    (tmp_path / "computed_model.py").write_text(
+        "from couplescope.workloads.base import Workload\n"
+        "SIZE = 3\n"
+        "class W(Workload):\n    name = 'computed'\n    default_size = SIZE * 2\n"
+        "WORKLOAD = W()\n")
+    (tmp_path / "constant_model.py").write_text(
+        "from couplescope.workloads.base import Workload\n"
+        "class Base(Workload):\n    dtype: str = 'float64'\n    default_size = 128 * 64\n"
+        "class W(Base):\n    summary = 'a constant one'\n"
+        "WORKLOAD = W()\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert model_info.info("computed_model") is None
+        assert model_info.info("constant_model") == {"summary": "a constant one", "size_name": "size",
+                                                     "default_size": 8192, "dtype": "float64"}
+    finally:
+        sys.path.remove(str(tmp_path))
 
 
 def test_the_worker_and_the_library_never_import_textual():
@@ -99,3 +157,23 @@ def test_a_backend_is_a_module_and_a_registry_line_with_every_hook_documented():
     hooks += [n for n, v in vars(Team).items() if callable(v) and not n.startswith("_")]
     undocumented = [h for h in hooks if not (getattr(Backend, h, None) or getattr(Team, h)).__doc__]
     assert not undocumented, undocumented
+
+
+def test_backend_and_host_names_are_spoken_only_by_backends_and_the_declarations():
+    """Outside couplescope/backends/ and the option declarations, nothing asks which backend
+    or host a variant has: where behaviour differs there is a hook (issue 23)."""
+    names = re.compile(r'"(native|bridge|mpi|aoti|cudagraph)"')
+    package = os.path.join(ROOT, "couplescope")
+    found = []
+    for folder, _, files in os.walk(package):
+        rel = os.path.relpath(folder, package)
+        if rel == "backends" or rel.startswith("backends" + os.sep):
+            continue
+        for name in files:
+            if not name.endswith(".py") or (rel == "protocol" and name == "options.py"):
+                continue
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if names.search(line):
+                        found.append(f"{os.path.join(rel, name)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

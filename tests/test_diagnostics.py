@@ -170,12 +170,25 @@ def test_mpi_ranks_bound_to_one_core_each_while_cores_idle():
     assert "--threads 4" in found[0]["message"] and "--launcher-args" in found[0]["setting"]
 
 
-def test_mpi_oversubscription_names_threads_and_ranks():
+def test_mpi_oversubscription_is_judged_per_node_by_rank_0_not_by_the_parent():
     d = Diagnostician(RunSpec(model="stride", backend="mpi", ranks=4, threads=2), cores=2)
-    found = d.before_run()
-    assert len(found) == 1 and "4 ranks x 2 torch threads = 8 threads" in found[0]["message"]
-    assert found[0]["setting"] == "--threads, --ranks"
-    assert d.on_event(_run_started(2)) == []   # not twice
+    assert d.before_run() == [] and d.on_event(_run_started(2)) == []
+    from couplescope.backends.mpi.nodes import oversubscribed_nodes
+
+    def rank(r, node, cores, threads=2, cpus=2):
+        return {"rank": r, "node": node, "host": "vm", "cores": cores, "threads": threads, "node_cpus": cpus}
+    # two ranks of two threads on each of two 2-CPU nodes: each node is oversubscribed
+    found = oversubscribed_nodes([rank(0, "n1", [0, 1]), rank(1, "n1", [0, 1]),
+                                  rank(2, "n2", [0, 1]), rank(3, "n2", [0, 1])])
+    assert [f["check"] for f in found] == ["oversubscribed", "oversubscribed"]
+    assert "2 ranks x 2 torch threads = 4 threads on the 2 cores of node n1" in found[0]["message"]
+    assert "node n2" in found[1]["message"] and "--threads 1" in found[1]["message"]
+    # one rank of one thread per 1-CPU node: fits, although both "nodes" are one machine
+    assert oversubscribed_nodes([rank(0, "n1", [0], 1, 1), rank(1, "n2", [0], 1, 1)]) == []
+    # three ranks bound to the one core the job has on a node (srun --overcommit)
+    found = oversubscribed_nodes([rank(r, "vm", [0], 1, 1) for r in range(3)])
+    assert [f["check"] for f in found] == ["oversubscribed_ranks"]
+    assert found[0]["message"].startswith("3 ranks on the 1 core of node vm")
 
 
 def test_torch_default_threads_above_the_allowed_cores_warn_once_known():

@@ -45,15 +45,17 @@ def start(*args, tmp_path, env=None):
                             preexec_fn=_defaults, start_new_session=True)
 
 
-def timed_calls(run_root) -> int:
-    found = glob.glob(os.path.join(run_root, "*", "events.jsonl"))
+def timed_calls(run_root, pattern=os.path.join("*", "events.jsonl")) -> int:
+    """Timed calls in the events.jsonl found under `run_root` (0 before it exists)."""
+    found = glob.glob(os.path.join(run_root, pattern), recursive=True)
     if not found:
         return 0
     evs = [one for ev in events.read_jsonl(found[0]) for one in events.expand(ev)]
     return sum(1 for ev in evs if ev["event"] == "iteration" and ev["kind"] == "timed")
 
 
-def wait_for(condition, seconds=90, what="it"):
+def wait_for(condition, seconds=900, what="it"):
+    """Poll for a state; `seconds` only bounds a failure (a busy machine is slow, not wrong)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
@@ -107,16 +109,15 @@ def test_a_worker_dies_with_its_parent_even_in_the_middle_of_a_model_build(tmp_p
     """SIGKILL of couplescope while the worker sits in a long model build (a user module's
     initialize that takes a minute): the worker goes at once, and the next couplescope to
     start sweeps the temporary folder the killed one could not remove."""
+    inside = tmp_path / "inside-initialize"
     (tmp_path / "slow.py").write_text(
         "import time\n"
-        "def initialize(config):\n    time.sleep(120)\n"
+        f"def initialize(config):\n    open({str(inside)!r}, 'w').close()\n    time.sleep(120)\n"
         "def compute(inputs, output):\n    output[...] = inputs[0]\n"
         "def reference(inputs):\n    return inputs[0]\n")
     proc = start("--model", tmp_path / "slow.py", "--backend", "bridge", "--input-shape", "3", *QUIET,
                  tmp_path=tmp_path)
-    wait_for(lambda: any("couplescope.worker" in " ".join(p.cmdline()) for p in family(proc)[1:]),
-             what="the worker")
-    time.sleep(2)   # inside initialize
+    wait_for(inside.exists, what="the worker to be inside initialize")
     processes = family(proc)
     proc.kill()
     proc.communicate(timeout=30)
@@ -125,33 +126,6 @@ def test_a_worker_dies_with_its_parent_even_in_the_middle_of_a_model_build(tmp_p
     left = os.listdir(tmp_path / "tmp")
     assert left and all(name.startswith(scratch.PREFIX) for name in left)   # SIGKILL: no cleanup
     assert scratch.sweep(str(tmp_path / "tmp")) and not os.listdir(tmp_path / "tmp")
-
-
-def _mount_tmpfs(path, size: str) -> bool:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    path.mkdir()
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True).returncode == 0
-
-
-def test_a_full_disk_keeps_the_statistics_leaves_no_temporary_file_and_exits_3(tmp_path):
-    full = tmp_path / "full"
-    if not _mount_tmpfs(full, "400k"):
-        pytest.skip("needs root and tmpfs to make a small filesystem that fills up")
-    try:
-        proc = start("--model", "simplenet", "--iterations", "20000", *QUIET, "--export", full,
-                     tmp_path=tmp_path)
-        processes = family(proc)
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 3, err
-        assert "Traceback" not in err
-        assert "results not saved: cannot write" in err and "No space left on device" in err
-        assert "simplenet-torchscript" in out and "PASSED" in out   # the statistics are there
-        assert not glob.glob(str(full / "*" / "*.tmp-*"))
-        assert_nothing_left(processes, tmp_path)
-    finally:
-        subprocess.run(["umount", str(full)], check=False)
 
 
 def test_json_onto_a_full_disk_says_so_and_exits_3(tmp_path):
@@ -202,21 +176,25 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
                     return p
             return None
 
-        wait_for(lambda: app_process() is not None, what="the app")
-        time.sleep(3)
-        subprocess.run([*tmux, "send-keys", "-t", "t", "r"], check=True)
+        def screen() -> str:
+            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True,
+                                  text=True).stdout
+
+        # states, not times: the app is drawn (its footer), then the run has timed calls in
+        # its staging run directory (under TMPDIR), so the save has something to keep (a
+        # first native build comes before them: minutes on a loaded machine)
+        wait_for(lambda: app_process() is not None and "r run" in screen(), what="the app")
         app = app_process()
-        wait_for(lambda: any("couplescope.worker" in " ".join(c.cmdline()) for c in app.children()),
-                 what="the run's worker")
-        time.sleep(4)
+        subprocess.run([*tmux, "send-keys", "-t", "t", "r"], check=True)
+        wait_for(lambda: timed_calls(tmp_path / "tmp", os.path.join("**", "events.jsonl")) >= 1,
+                 seconds=900, what="the run's first timed call")
         processes = [app, *app.children(recursive=True)]
         if ending == "SIGTERM":
             app.send_signal(signal.SIGTERM)
             wait_for(lambda: code_file.exists(), what="the app to exit")
             assert code_file.read_text().strip() == "143"
-            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True,
-                                    text=True).stdout
-            assert "saved to" in screen and "Pick p" not in screen   # the terminal is back
+            shown = screen()
+            assert "saved to" in shown and "Pick p" not in shown   # the terminal is back
         else:
             subprocess.run([*tmux, "kill-session", "-t", "t"], check=True)
         gone, alive = psutil.wait_procs(processes, timeout=30)

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import FAST
 from couplescope.backends import native
+from couplescope.protocol.spec import RunSpec
 
 pytestmark = pytest.mark.e2e
 
@@ -109,11 +110,20 @@ def test_a_second_compiler_gets_its_own_build(tmp_path, monkeypatch, built):
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CXX", str(wrapper))
     monkeypatch.setenv("COUPLESCOPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "HEARTBEAT_SECONDS", 1.0)   # compiling host.cpp takes tens of seconds
     key = native.build_key()
     assert "other-c++" in key
     messages = []
     path, seconds = native.ensure_built(messages.append)
     assert seconds is not None and seconds > 0 and messages and "other-c++" in messages[0]
+    # progress while it builds: each step ninja finishes, and a heartbeat in between
+    steps = [m.split("native host: ", 1)[1] for m in messages[1:]]
+    assert any(s.startswith("still compiling host.cpp") for s in steps), steps
+    steps_in_all = len(native.SOURCES) + 1
+    for done in [f"compiled {os.path.basename(source)}, " for source in native.SOURCES] + [
+            f"linked, {steps_in_all} of {steps_in_all} steps done"]:
+        assert any(s.startswith(done) for s in steps), (done, steps)
+    assert all(s.endswith(" s so far)") for s in steps), steps
     assert path != built and path.startswith(str(tmp_path / "cache"))
     assert native.ensure_built() == (path, None)
 
@@ -177,3 +187,50 @@ def test_a_single_wrong_call_in_a_batch_is_caught(cli, tmp_path):
     assert len(timed) == 1500
     assert [it["index"] for it in timed if not it["passed"]] == [700]
     assert "FAILED :: [check iteration 700 " in r.stdout
+
+
+def test_ninja_status_lines_in_words():
+    """Lines from a real build.log (ninja prints a step's line when it has finished)."""
+    compile_line = ("[2/3] c++ -MMD -MF host.o.d -DTORCH_EXTENSION_NAME=couplescope_native_9cc5f34118ea "
+                    "-isystem /venv/torch/include -fPIC -std=c++17 -O2 -DNDEBUG -c "
+                    "/venv/couplescope/backends/native/host.cpp -o host.o")
+    link_line = ("[3/3] c++ host.o aoti_host.o -shared -L/venv/torch/lib -lc10 -ltorch_cpu -ltorch "
+                 "-ltorch_python -o couplescope_native_9cc5f34118ea.so")
+    assert native.build_step(compile_line) == ("compiled host.cpp, 2 of 3 steps done", "host.cpp")
+    assert native.build_step(link_line) == ("linked, 3 of 3 steps done", None)
+    assert native.build_step("Emitting ninja build file /cache/work/build.ninja...") is None
+
+
+def test_workers_load_the_module_the_parent_built_for_the_run(tmp_path, built):
+    """The run works the build key out once, in the parent, and hands workers the module:
+    a worker told of no compiler and an empty cache (where working the key out and
+    building would fail) still runs on the native host."""
+    from couplescope.frontends.api import run as run_specs
+    from couplescope.protocol.listener import Listener
+
+    class NoCompilerInTheWorker(Listener):
+        def worker_env(self, spec):
+            return {"CXX": str(tmp_path / "no-such-compiler"), "COUPLESCOPE_CACHE": str(tmp_path / "empty")}
+
+    specs = [RunSpec(model="simplenet", host="native", warmup=1, iterations=3, profile_iterations=0, seed=s)
+             for s in (0, 1)]
+    doc = run_specs(specs, listeners=[NoCompilerInTheWorker()])
+    assert [v["verdict"] for v in doc["variants"]] == ["passed", "passed"]
+    assert [v["host_build"]["status"] for v in doc["variants"]] == ["cached", "cached"]
+    assert not (tmp_path / "empty").exists()
+
+
+def test_a_training_step_holds_its_phases_and_nothing_between_steps(cli, tmp_path, built):
+    """The native training host times each step from its first call to the end of
+    optimizer.step(): every phase lies inside it (profiled iterations too), and the GIL and
+    the loss read between steps lie outside (benchmarks/train_floor.py measures how close)."""
+    cli("--model", "simplenet", "--task", "train", "--iterations", "200", "--warmup", "1",
+        "--profile-iterations", "2", "--telemetry-hz", "0", "--quiet", "--export", tmp_path / "runs")
+    [v] = results(tmp_path / "runs")["variants"]
+    assert v["training"]["gradient_check"]["passed"]
+    steps = v["iterations"]
+    assert len([it for it in steps if it["kind"] == "timed"]) == 200
+    for it in steps:
+        assert set(it["phases"]) == {"zero_grad", "forward", "loss", "backward", "step"}
+        assert 0 < sum(it["phases"].values()) <= it["seconds"] * 1.0001, it
+        assert it["loss"] > 0

@@ -19,8 +19,12 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def document(name: str) -> dict:
+    """A recording's results document as --plot and --compare read a saved run: the
+    recordings predate run_started's label_parts, which reading a saved run fills in."""
+    from couplescope.frontends.cli.saved_runs import with_label_parts
+
     evs = replay.read(os.path.join(FIXTURES, f"{name}.jsonl"))
-    return json.loads(json.dumps(replay.document(evs, name), default=str))
+    return with_label_parts(json.loads(json.dumps(replay.document(evs, name), default=str)))
 
 
 def save(doc: dict, folder) -> str:
@@ -174,8 +178,9 @@ def test_plot_writes_png_and_svg_and_refuses_other_names(command, tmp_path):
 # -- what the pictures hold -------------------------------------------------------------
 
 def _texts(fig) -> str:
+    axes = fig.axes + [child for ax in fig.axes for child in ax.child_axes]   # the medians' column
     return "\n".join([fig._suptitle.get_text()] + [ax.get_title() for ax in fig.axes]
-                     + [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.texts])
+                     + [t.get_text() for ax in axes for t in ax.get_yticklabels() + ax.texts])
 
 
 def test_the_figure_says_what_ran_and_draws_boxes_and_stacked_phases():
@@ -202,7 +207,7 @@ def test_a_sweep_gets_median_vs_size_with_bands_one_line_per_backend():
     assert len(lines) == 2
     assert [list(line.get_xdata()) for line in lines] == [[8, 16, 32], [8, 16, 32]]
     legend = [t.get_text() for t in sweep_ax.get_legend().get_texts()]
-    assert legend == ["torchscript", "bridge (eager)"]
+    assert legend == ["deep-linear-torchscript", "deep-linear-bridge-eager"]   # the variants' names, less the size
     assert len(sweep_ax.collections) == 2                  # one 25-75% band per line
     assert sweep_ax.get_xscale() == "linear"               # 8..32 is not 10x
     assert sweep_ax.get_xlabel() == "deep-linear size"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from couplescope import backends
 from couplescope.core import presets
 from couplescope.protocol.errors import UsageError
 from couplescope.core.validation import validate
@@ -19,6 +20,12 @@ def test_every_bundled_preset_builds_specs(name):
     for spec in specs:
         if spec.device.startswith("cuda") or spec.backend == "cudagraph":
             continue  # validated where CUDA exists; refusal tested in test_gpu
+        if backends.unavailable(spec.backend, spec):
+            # not installable here (no C++ compiler for aoti, no mpi4py): every other check
+            # comes first, so the spec is refused for that and only that
+            with pytest.raises(UsageError, match=f"backend '{spec.backend}' is unavailable"):
+                validate(spec)
+            continue
         validate(spec)
 
 
@@ -67,3 +74,16 @@ def test_wrong_type_names_the_key(tmp_path):
 def test_unknown_preset_lists_choices():
     with pytest.raises(UsageError, match="stride512"):
         presets.locate("no-such-preset")
+
+
+def test_a_size_list_replaces_a_presets_own_sizes():
+    """--size 25,50 on a preset that sweeps L = 250 ... 1000 runs L = 25 and 50 only (it ran
+    every size of each list, 48 variants named -250-25 that ran at 25)."""
+    from couplescope.core import request
+
+    asked = request.build(request.RunOptions(preset="deep-linear-sweep", sizes=[25, 50]))
+    assert sorted({s.size for s in asked.specs}) == [25, 50] and len(asked.specs) == 6
+    assert all(s.name.endswith(f"-{s.size}") and s.name.count("-25") + s.name.count("-50") == 1
+               for s in asked.specs)
+    own = request.build(request.RunOptions(preset="deep-linear-sweep"))
+    assert sorted({s.size for s in own.specs}) == [250, 500, 750, 1000]

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from couplescope.protocol.contract import MAX_OPS_ENV, TRACE_DIR_ENV
+from couplescope.protocol.contract import TRACE_DIR_ENV
 from couplescope.worker.profiling import window_shape
 from couplescope.core.session import Listener
 from couplescope.protocol.spec import RunSpec
@@ -212,10 +212,11 @@ def test_operator_budget_shortens_or_skips_the_window(tmp_path):
     """StrideNet at N = 16 dispatches about 1,600 operators per iteration."""
     from couplescope.frontends.api import run as run_specs
 
-    specs = [RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, name="skipped"),
-             RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, name="shortened")]
-    doc = run_specs(specs, listeners=[EnvPerVariant({"skipped": {MAX_OPS_ENV: "500"},
-                                                     "shortened": {MAX_OPS_ENV: "2500"}})])
+    specs = [RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, profile_max_ops=500,
+                     name="skipped"),
+             RunSpec(model="stride", size=16, iterations=2, profile_iterations=3, profile_max_ops=2500,
+                     name="shortened")]
+    doc = run_specs(specs)
     skipped, shortened = doc["variants"]
     assert skipped["profile"]["status"] == "skipped"
     assert not [it for it in skipped["iterations"] if it["kind"] == "profiled"]

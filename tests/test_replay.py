@@ -16,7 +16,7 @@ from couplescope.frontends.cli.printer import HeadlessPrinter
 from couplescope.protocol import events
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-NAMES = ("two-backends", "layout-c", "mpi", "telemetry", "dies", "compiled")
+NAMES = ("two-backends", "layout-c", "mpi", "telemetry", "dies", "compiled", "nodes", "many-ranks")
 
 
 def recorded(name: str) -> list[dict]:
@@ -30,7 +30,7 @@ def replay_run(name: str, export=None, quiet=False):
     out, err = io.StringIO(), io.StringIO()
     printer = HeadlessPrinter(len(specs), out=out, err=err, quiet_iterations=quiet)
     req = RunRequest(title=name, specs=tuple(specs), export=export, telemetry_hz=0)
-    outcome = pipeline.run(req, [printer], start_worker=replay.replayer(evs))
+    outcome = pipeline.run(req, [printer], workers=replay.replayer(evs))
     printer.close()
     return outcome, out.getvalue(), err.getvalue()
 
@@ -112,6 +112,62 @@ def test_mpi_replay_prints_the_reference_example_and_the_per_rank_table():
     assert v["mpi"]["ranks"] == 2 and v["stats"]["n"] == 6
 
 
+def test_a_two_node_run_is_grouped_by_node_and_its_telemetry_is_per_node():
+    """A real run on the two-node Slurm (n1, n2), played back: the table and results.json
+    name the nodes; each node's samples came from its own sampler, holding its own rank."""
+    outcome, out, _ = replay_run("nodes")
+    assert outcome.exit_code == 0
+    table = out.split("per rank (timed iterations):\n", 1)[1].splitlines()
+    assert table[0].split()[:3] == ["rank", "node", "local"]
+    assert [row.split()[:3] for row in table[2:4]] == [["0", "n1", "0"], ["1", "n2", "0"]]
+    assert table[4].startswith("per node: n1 (rank 0, 1 CPU), step median ")
+    assert "telemetry (sampled on each of 2 nodes, ranks summed): ranks CPU mean" in out
+    assert "\n  n1: ranks CPU mean" in out and "\n  n2: ranks CPU mean" in out
+    (v,) = outcome.builder.document()["variants"]
+    assert [(r["rank"], r["node"]) for r in v["ranks"]] == [(0, "n1"), (1, "n2")]
+    assert v["mpi"]["nodes"]["n2"]["ranks"] == [1] and v["mpi"]["nodes"]["n1"]["cpus"] == 1
+    telemetry = v["telemetry"]
+    assert telemetry["summary"]["nodes"] == 2 and set(telemetry["nodes"]) == {"n1", "n2"}
+    for node, rank in (("n1", 0), ("n2", 1)):
+        series = {k for entry in telemetry["nodes"][node]["timeline"] for k in entry}
+        assert {f"rank{rank}/cpu_percent", f"rank{rank}/rss_mib", "load"} <= series, series
+        assert f"rank{1 - rank}/rss_mib" not in series
+    # the job's figures are the nodes' sums: its RSS peak is at least each node's
+    peaks = [telemetry["nodes"][n]["summary"]["rss_peak"] for n in ("n1", "n2")]
+    assert telemetry["summary"]["rss_peak"] >= max(peaks)
+
+
+def test_many_ranks_print_a_check_line_per_step_and_keep_every_call():
+    """10 real ranks (mpiexec --oversubscribe): rank 0 sent each rank's calls as one
+    `iterations` event per flush; the printer gives one line per step, not per rank; the
+    results hold every rank's every call."""
+    evs = recorded("many-ranks")
+    assert any(e["event"] == "iterations" and e.get("rank") is not None for e in evs)
+    outcome, out, _ = replay_run("many-ranks")
+    assert outcome.exit_code == 0
+    steps = [line for line in out.splitlines() if line.startswith("PASSED :: [check iteration")]
+    assert len(steps) == 6 and all(" on 10 ranks (slowest: rank " in line for line in steps), steps
+    assert "check iteration 1 on rank" not in out
+    (v,) = outcome.builder.document()["variants"]
+    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    assert sorted((it["rank"], it["index"]) for it in timed) == [(r, i) for r in range(10) for i in range(1, 7)]
+    assert v["stats"]["n"] == 6 and v["mpi"]["ranks"] == 10 and "iterations_kept" not in v
+
+
+def test_results_json_keeps_each_step_s_slowest_call_past_its_bound(monkeypatch):
+    from couplescope.results import builder as builder_mod
+
+    monkeypatch.setattr(builder_mod, "RANKED_CALLS_KEPT", 20)
+    outcome, _, _ = replay_run("many-ranks")
+    (v,) = outcome.builder.document()["variants"]
+    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    assert [it["index"] for it in timed] == [1, 2, 3, 4, 5, 6]
+    assert v["iterations_kept"].startswith("each step's slowest rank: 7 of 70 calls")
+    steps = {row["index"]: row for row in v["mpi"]["per_iteration"]}
+    assert all(it["rank"] == steps[it["index"]]["slowest_rank"] for it in timed)
+    assert len(v["mpi"]["per_rank"]) == 10   # every rank's statistics still
+
+
 def test_a_worker_that_died_is_a_failed_variant_with_its_reason():
     outcome, out, err = replay_run("dies")
     assert outcome.exit_code == 1
@@ -179,3 +235,90 @@ def test_worker_output_is_shown_for_a_users_module_or_a_variant_that_did_not_fin
     assert not printed("simplenet", finished=True)
     assert printed("simplenet", finished=False)
     assert printed("/home/me/mine.py", finished=True)
+
+
+def test_a_run_directory_is_named_by_the_runs_start_not_its_first_model_load(tmp_path, monkeypatch):
+    """The directory appears at the first model_loaded (a native build may come first, for
+    minutes), but its name is the time the run started."""
+    import time as real_time
+
+    from couplescope.export import run_dir
+
+    started = real_time.mktime((2001, 2, 3, 4, 5, 6, 0, 0, -1))
+    calls = []
+
+    class Clock:   # run_dir's clock: the run starts in 2001, everything after is now
+        def __getattr__(self, name):
+            return getattr(real_time, name)
+
+        def time(self):
+            calls.append(1)
+            return started if len(calls) == 1 else real_time.time()
+
+    monkeypatch.setattr(run_dir, "time", Clock())
+    outcome, _, _ = replay_run("two-backends", export=str(tmp_path))
+    assert os.path.basename(outcome.run_directory) == "20010203-040506-two-backends"
+
+
+def test_a_staged_run_copied_is_what_export_wrote(tmp_path):
+    """How the app exports: the pipeline's own run directory, copied (Pipeline.copy_to)."""
+    import time
+
+    evs = recorded("two-backends")
+    req = RunRequest(title="simplenet", specs=tuple(replay.specs_of(evs)), export=str(tmp_path / "staging"),
+                     telemetry_hz=0)
+    run = pipeline.Pipeline(req, workers=replay.replayer(evs), summary_plot=False)
+    outcome = run.run()
+    copied = run.copy_to(str(tmp_path / "kept"))
+    path = copied.path
+    assert copied.summary_error is None and copied.missing == []
+    assert os.path.getsize(os.path.join(path, "summary.png")) > 10_000
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(run.exporter.started))
+    assert os.path.basename(path) == f"{stamp}-simplenet"             # the run's start, not now
+    with open(os.path.join(outcome.run_directory, "results.json")) as a, open(os.path.join(path, "results.json")) as b:
+        assert a.read() == b.read()
+    # a replay's traces were written by the recorded run, not into the staging directory, so
+    # its events copy unchanged (test_tui.py's export test moves real traces)
+    assert replay.read(os.path.join(path, "events.jsonl")) == evs
+
+
+def test_a_copy_keeps_results_first_and_names_what_it_could_not_copy(tmp_path, monkeypatch):
+    """A full disk (every copy fails): results.json is written first, the files that could
+    not be copied are removed and named; without room for results.json nothing is left."""
+    import shutil
+
+    from couplescope.export import run_copy
+
+    outcome, _, _ = replay_run("two-backends", export=str(tmp_path / "staging"))
+    document = json.load(open(os.path.join(outcome.run_directory, "results.json")))
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copy2", full)
+    copied = run_copy.copy_run(outcome.run_directory, str(tmp_path / "kept"), "two-backends", None, document)
+    scalars = [m for m in copied.missing if "tfevents" in m]
+    assert scalars and all(not os.path.exists(os.path.join(copied.path, m)) for m in copied.missing)
+    assert json.load(open(os.path.join(copied.path, "results.json"))) == document
+    monkeypatch.setattr(run_copy, "write_json_atomic", full)
+    with pytest.raises(OSError):
+        run_copy.copy_run(outcome.run_directory, str(tmp_path / "none"), "two-backends", None, document)
+    assert os.listdir(tmp_path / "none") == []
+
+
+def test_a_copied_runs_trace_events_point_into_the_copy(tmp_path):
+    from couplescope.export import run_copy
+
+    source = tmp_path / "staged"
+    (source / "traces" / "v").mkdir(parents=True)
+    (source / "traces" / "v" / "w.pt.trace.json.gz").write_bytes(b"trace")
+    trace = str(source / "traces" / "v" / "w.pt.trace.json.gz")
+    lines = [events.make("log", "v", message="first"),
+             events.make("trace_written", "v", path=trace, relative_path="traces/v/w.pt.trace.json.gz")]
+    (source / "events.jsonl").write_text("".join(events.dumps(ev) + "\n" for ev in lines))
+    (source / "results.json").write_text('{"variants": []}')
+    path = run_copy.copy_run(str(source), str(tmp_path / "kept"), "t", None, {"variants": []}).path
+    copied = replay.read(os.path.join(path, "events.jsonl"))
+    assert copied[0] == lines[0]
+    assert copied[1]["path"] == os.path.join(path, "traces", "v", "w.pt.trace.json.gz")
+    assert open(copied[1]["path"], "rb").read() == b"trace"

@@ -59,3 +59,41 @@ def test_timed_calls_still_warming_up_suggest_more_warmup():
     assert "(TorchScript optimises over its first calls)" in scripted
     steady = [0.1, 0.11, 0.1, 0.1, 0.1]
     assert not any("warming up" in w for w in stats.warnings_for(stats.summarize(steady), None, steady))
+
+
+def test_the_channel_sends_each_rank_s_waiting_calls_as_one_event():
+    """Rank 0 of an MPI job writes every rank's iteration events; what waits for the next
+    flush goes out as one `iterations` event per rank (and run of consecutive calls), the
+    samples after them, whatever ended the wait last; expand gives the calls back."""
+    import io
+
+    from couplescope.worker.channel import EventChannel
+
+    def it(rank, index, kind="timed"):
+        return events.make("iteration", "v", index=index, kind=kind, seconds=0.001 * (rank + 1),
+                           phases={"forward": 0.0005}, max_rel_error=0.0, passed=rank != 2 or index != 2,
+                           error=None, rank=rank)
+
+    out = io.StringIO()
+    channel = EventChannel(out)
+    channel.FLUSH_SECONDS = 3600.0   # nothing leaves until an event that does not wait
+    sent = []
+    for index in (1, 2, 3):
+        for rank in (0, 1, 2):
+            sent.append(it(rank, index))
+            channel(sent[-1])
+        if index == 1:
+            channel(events.make("telemetry", "v", sample={}, node="n1"))
+    sent.append(it(0, 5))    # not the next call of rank 0: a run of its own
+    channel(sent[-1])
+    assert out.getvalue() == ""
+    channel(events.make("log", "v", message="done"))
+    written = [events.parse(line) for line in out.getvalue().splitlines()]
+    assert [(e["event"], e.get("rank"), e.get("first_index", e.get("index"))) for e in written] == [
+        ("iterations", 0, 1), ("iterations", 1, 1), ("iterations", 2, 1), ("iteration", 0, 5),
+        ("telemetry", None, None), ("log", None, None)]
+    calls = [one for e in written for one in events.expand(e) if one["event"] == "iteration"]
+    key = lambda e: (e["rank"], e["index"])  # noqa: E731
+    assert sorted(({k: e[k] for k in ("rank", "index", "seconds", "passed", "phases")} for e in calls), key=key) \
+        == sorted(({k: e[k] for k in ("rank", "index", "seconds", "passed", "phases")} for e in sent), key=key)
+    assert [events.conforms(e) for e in written] == [None] * len(written)

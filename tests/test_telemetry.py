@@ -16,11 +16,12 @@ import time
 import pytest
 
 from couplescope.protocol import events
-from couplescope.core.telemetry.gpu import NA, GpuProbe, query
+from couplescope.probes.gpu import NA, GpuProbe, query
 from couplescope.core.session import Listener, Session
 from couplescope.protocol.spec import RunSpec
 from couplescope.core.telemetry.listener import IterationTracker, TelemetryListener
-from couplescope.core.telemetry.sampler import SamplerThread, TreeSampler
+from couplescope.core.telemetry.sampler import SamplerThread
+from couplescope.probes.tree import TreeSampler
 from couplescope.results.telemetry import TIMELINE_BOUND, TelemetryRecord, scalar_series
 
 HZ = 20.0
@@ -59,7 +60,7 @@ def two_variant_run():
 
 
 @pytest.mark.e2e
-def test_samples_arrive_at_the_configured_rate_and_cover_the_worker(two_variant_run):
+def test_samples_never_outrun_the_configured_rate_and_cover_the_worker(two_variant_run):
     specs, rec, builder = two_variant_run
     for spec in specs:
         name = spec.label
@@ -67,10 +68,12 @@ def test_samples_arrive_at_the_configured_rate_and_cover_the_worker(two_variant_
         samples = rec.of("telemetry", name)
         lifetime = w["end"] - w["start"]
         expected = lifetime * HZ
-        # generous bounds: a shared 2-core machine delays ticks (missed ticks are skipped)
-        assert 0.5 * expected <= len(samples) <= 1.1 * expected + 2, (len(samples), lifetime)
+        # never faster than the rate; how many ticks a busy machine lets the sampler keep is
+        # the machine's business (missed ticks are skipped), so no lower bound on the count
+        # (test_sampler_thread_never_outruns_its_rate... checks the grid itself)
+        assert 2 <= len(samples) <= 1.1 * expected + 2, (len(samples), lifetime)
         gaps = sorted(b["t"] - a["t"] for a, b in zip(samples, samples[1:]))
-        assert 0.03 <= gaps[len(gaps) // 2] <= 0.1, gaps[len(gaps) // 2]
+        assert gaps[len(gaps) // 2] >= 0.03, gaps[len(gaps) // 2]   # not bunched
         for ev in samples:
             s = ev["sample"]
             worker = [p for p in s["processes"] if p["pid"] == w["pid"]]
@@ -192,21 +195,25 @@ def test_iteration_tracker_names_the_running_iteration():
 
 
 def test_tree_sampler_survives_children_that_come_and_go():
-    """A real process tree whose children end between samples: no exception, never a stale pid."""
-    script = "for i in $(seq 20); do sleep 0.05 & sleep 0.03 & wait; done"   # ~1 s of churn
-    root = subprocess.Popen(["sh", "-c", script])
+    """A real process tree whose children end between samples: no exception, never a stale
+    pid. The churn goes on until the sampler has seen children come and go (a state, so a
+    busy machine that samples slowly only takes longer)."""
+    script = "while true; do sleep 0.05 & sleep 0.03 & wait; done"
+    root = subprocess.Popen(["sh", "-c", script], start_new_session=True)
     sampler = TreeSampler(root.pid)
     seen_children, samples = set(), []
+    deadline = time.monotonic() + 300   # bounds a failure only
     try:
-        while root.poll() is None:
+        while len(seen_children) < 6 or len(samples) < 20:
+            assert time.monotonic() < deadline, (len(samples), seen_children)
             s = sampler.sample()
             if s is not None:
                 samples.append(s)
                 seen_children |= {p["pid"] for p in s["processes"] if p["pid"] != root.pid}
             time.sleep(0.005)
     finally:
+        os.killpg(root.pid, 9)
         root.wait()
-    assert samples and seen_children          # it saw the children while they lived
     for s in samples:
         for p in s["processes"]:
             assert p["rss"] == NA or p["rss"] > 0
@@ -214,19 +221,87 @@ def test_tree_sampler_survives_children_that_come_and_go():
     assert TreeSampler(2**22 + 12345).sample() is None   # a pid that does not exist
 
 
-def test_sampler_thread_keeps_its_rate_and_measures_its_own_cpu():
-    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
-    got = []
-    thread = SamplerThread(TreeSampler(root.pid), 50.0, got.append)
+def test_the_node_sampler_samples_its_ranks_and_their_children_never_itself():
+    """The process a multi-node job runs on each node (couplescope.probes.node), for real:
+    two rank processes (one busy, one with a child), its samples on a pipe, each naming the
+    ranks it was given; it ends on its own once the ranks have gone."""
+    import json
+
+    from couplescope.probes.node import IterationState
+
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
+    parent = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
+    state_file = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"state-{os.getpid()}"), "w+b")
+    state_file.truncate(8)
+    state = IterationState(state_file.fileno())
+    state.set({"kind": "timed", "index": 7})
+    sampler = subprocess.Popen([sys.executable, "-m", "couplescope.probes.node", "--hz", "20", "--node", "nX",
+                                "--ranks", f"3:{busy.pid},4:{parent.pid}", "--state-fd", str(state_file.fileno())],
+                               stdout=subprocess.PIPE, text=True, pass_fds=(state_file.fileno(),))
+    def ready(sample):   # wait for a state: the child started, the busy rank seen running
+        procs = sample["processes"]
+        return (any(p["role"] == "child" for p in procs)
+                and all(isinstance(p["cpu_percent"], float) for p in procs if p["role"] == "worker")
+                and any(p["rank"] == 3 and p["cpu_percent"] > 0 for p in procs))
+    try:
+        samples = [json.loads(sampler.stdout.readline())]
+        deadline = time.monotonic() + 60
+        while not ready(samples[-1]) and time.monotonic() < deadline:
+            samples.append(json.loads(sampler.stdout.readline()))
+        busy.kill()
+        parent.kill()
+        busy.wait()
+        parent.wait()
+        assert sampler.wait(timeout=30) == 0   # its ranks have gone: it ends
+    finally:
+        for p in (busy, parent, sampler):
+            if p.poll() is None:
+                p.kill()
+        state.close()
+        state_file.close()
+        os.unlink(state_file.name)
+    last = samples[-1]
+    assert last["node"] == "nX" and last["iteration"] == {"kind": "timed", "index": 7}
+    workers = {(p["pid"], p["rank"]) for p in last["processes"] if p["role"] == "worker"}
+    assert workers == {(busy.pid, 3), (parent.pid, 4)}
+    children = [p for p in last["processes"] if p["role"] == "child"]
+    assert [c["name"] for c in children] == ["sleep"]                  # the rank's own child
+    assert sampler.pid not in {p["pid"] for p in last["processes"]}   # never itself
+    by_rank = {p["rank"]: p for p in last["processes"] if p["role"] == "worker"}
+    assert by_rank[3]["cpu_percent"] > 0 and by_rank[3]["rss"] > 0 and by_rank[3]["threads"] >= 1
+    assert isinstance(by_rank[3]["affinity"], list) and set(by_rank[3]["ctx_switches"]) == {"voluntary", "involuntary"}
+    assert isinstance(last["system"]["load"], list) and len(last["system"]["cpu_percent"]) == os.cpu_count()
+    assert last["sampler"]["cpu_seconds"] > 0 and last["sampler"]["dropped"] == 0
+
+
+def test_sampler_thread_never_outruns_its_rate_and_measures_its_own_cpu():
+    """At 50 Hz: never more samples than the grid has ticks (missed ticks are skipped, not
+    bunched), and its own CPU time counted. It runs until it has delivered 40 samples (a
+    state): how fast it gets there depends on the machine's load, what it may never do
+    does not."""
+    import threading
+
+    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    got, enough = [], threading.Event()
+
+    def deliver(sample):
+        got.append(sample)
+        if len(got) >= 40:
+            enough.set()
+
+    thread = SamplerThread(TreeSampler(root.pid), 50.0, deliver)
+    started = time.monotonic()
     try:
         thread.start()
-        time.sleep(1.0)
+        assert enough.wait(300), len(got)
         thread.stop()
+        elapsed = time.monotonic() - started
     finally:
         root.kill()
         root.wait()
-    assert 30 <= len(got) <= 52 and thread.samples == len(got)
-    assert 0 < thread.cpu_seconds < 0.5 and thread.error is None
+    assert 40 <= len(got) <= 50 * elapsed + 2 and thread.samples == len(got)
+    # CPU time, not wall time: a loaded machine delays the thread but costs it no more CPU
+    assert 0 < thread.cpu_seconds < 0.01 * thread.samples and thread.error is None
 
 
 def test_nvml_queries_never_raise():
@@ -295,5 +370,5 @@ def test_telemetry_covers_both_mpi_ranks(monkeypatch):
 def test_a_bad_rate_is_one_line_exit_2_and_writes_nothing(command, tmp_path, rate):
     r = command("--model", "simplenet", f"--telemetry-hz={rate}", "--export", "runs")
     assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and "--telemetry-hz must be between 0 (off) and 100" in r.stderr
+    assert r.stderr.count("\n") == 1 and "--telemetry-hz must be between 0 and 100" in r.stderr
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")

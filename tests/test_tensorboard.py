@@ -11,10 +11,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -47,10 +49,10 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def couplescope(*args, **kw) -> subprocess.Popen:
+def couplescope(*args, tmpdir=None, **kw) -> subprocess.Popen:
+    env = dict(os.environ, NO_COLOR="1", **({"TMPDIR": str(tmpdir)} if tmpdir else {}))
     return subprocess.Popen([sys.executable, "-m", "couplescope", *map(str, args)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, NO_COLOR="1"), **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +68,23 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def server(run_dir):
-    """(port, process) of `couplescope --tensorboard RUN_DIR --port P`; always stopped."""
+def server(run_dir, tmp_path):
+    """(port, process) of `couplescope --tensorboard RUN_DIR --port P`; always stopped. Its
+    TMPDIR is tmp_path/tmp, for the tests to see what it leaves there."""
+    yield from _serve(run_dir, tmp_path)
+
+
+def _serve(run_dir, tmp_path):
     port = free_port()
-    proc = couplescope("--tensorboard", run_dir, "--port", port)
+    # a short TMPDIR, as /tmp is: multiprocessing's socket paths in it have at most 107 bytes
+    tmpdir = tempfile.mkdtemp(prefix="cs-tb-")
+    os.symlink(tmpdir, tmp_path / "tmp")
+    proc = couplescope("--tensorboard", run_dir, "--port", port, tmpdir=tmpdir)
     children: list[psutil.Process] = []
     try:
         line = proc.stdout.readline()   # printed once TensorBoard answers
         assert line.startswith(f"TensorBoard: http://127.0.0.1:{port}/"), line + proc.stderr.read()
+        proc.first_line = line
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "TensorBoard should run as a child process"
         yield port, proc
@@ -90,11 +101,13 @@ def server(run_dir):
                 child.kill()
             except psutil.NoSuchProcess:
                 pass
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 @pytest.mark.e2e
 def test_both_variants_open_in_the_profiler_plugin(server):
     port, proc = server
+    assert proc.first_line.startswith(f"TensorBoard: http://127.0.0.1:{port}/#pytorch_profiler  (traces in ")
     deadline = time.monotonic() + WAIT_SECONDS
     runs = {}
     while time.monotonic() < deadline:
@@ -114,15 +127,48 @@ def test_both_variants_open_in_the_profiler_plugin(server):
 
 
 @pytest.mark.e2e
-def test_ctrl_c_stops_tensorboard_cleanly(server):
+def test_ctrl_c_stops_tensorboard_cleanly_and_leaves_no_temporary_folder(server, tmp_path):
+    """The profiler plugin's loader processes (multiprocessing) make pymp-* folders in
+    TMPDIR that stayed behind after every --tensorboard; wait until the plugin has loaded
+    the runs (it has made them by then), then stop it."""
     port, proc = server
     assert port_open(port)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        runs = get_json(port, f"{PLUGIN}/runs")
+        if set(VARIANTS) <= set(runs.get("runs", [])) and not runs.get("loading"):
+            break
+        time.sleep(1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode in (0, 130)
     assert "Traceback" not in err
     assert "stopped" in out
     assert not port_open(port)
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+@pytest.fixture(scope="module")
+def scalars_only(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("scalars")
+    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet", "--warmup", "1",
+                           "--iterations", "3", "--profile-iterations", "0", "--telemetry-hz", "0",
+                           "--quiet", "--export", str(parent)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (results,) = glob.glob(os.path.join(parent, "*", "results.json"))
+    return os.path.dirname(results)
+
+
+@pytest.mark.e2e
+def test_a_run_without_traces_opens_on_its_scalars(scalars_only, tmp_path):
+    """Exported without profiling, a run has scalars only: the address printed is the
+    Time Series dashboard (the profiler plugin would list no run), and it shows them."""
+    for port, proc in _serve(scalars_only, tmp_path):
+        assert proc.first_line.startswith(f"TensorBoard: http://127.0.0.1:{port}/#timeseries  "
+                                          "(per-iteration scalars, no profiler traces in "), proc.first_line
+        assert get_json(port, "/data/plugins_listing")["timeseries"]["enabled"]
+        tags = get_json(port, "/data/plugin/scalars/tags")
+        assert "iteration_seconds/timed" in tags["simplenet-torchscript"], tags
 
 
 def run_cli(*args, env=None):

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
+
+import pytest
 
 from couplescope.core import replay
 from couplescope.frontends.cli.parser import build_parser, options_from
@@ -23,17 +26,19 @@ SIZE = (120, 40)
 
 
 def replay_app(name: str, tmp_path=None, **kw) -> CoupleScopeApp:
-    """The app with the recording's options filled in, playing the recording back on r.
-    A recording of a user module needs a file of that name (validation looks for it)."""
-    recorded = replay.read(os.path.join(FIXTURES, f"{name}.jsonl"))
+    """The app with the recording's options filled in, playing the recording back on r
+    (the recorded variants as they ran: no host is resolved again, so no compiler is
+    needed). A recording of a user module gets a file of that name for the form."""
     dies = ""
     if tmp_path is not None:
         dies = str(tmp_path / "dies.py")
         with open(dies, "w") as f:
             f.write(DIES)
     argv = [a.format(dies=dies) for a in RECORDINGS[name][0]]
-    return CoupleScopeApp(options_from(build_parser().parse_args(argv)), load_catalogue=False,
-                          start_worker=replay.replayer(recorded), **kw)
+    options = options_from(build_parser().parse_args(argv))
+    title = os.path.basename(options.preset or options.model)   # as the form's request names it
+    recording = replay.Recording(replay.read(os.path.join(FIXTURES, f"{name}.jsonl")), title)
+    return CoupleScopeApp(options, load_catalogue=False, recording=recording, **kw)
 
 
 async def run_replay(pilot) -> None:
@@ -41,11 +46,11 @@ async def run_replay(pilot) -> None:
     count = len(app.runs)
     await pilot.press("r")
     assert len(app.runs) == count + 1, app.notes[-1:]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300   # bounds a failure only
     while app.active is not None:
         assert time.monotonic() < deadline, "the replayed run did not end"
         await pilot.pause(0.05)
-    app._tick(force=True)
+    app.redraw_views(force=True)
     await pilot.pause()
 
 
@@ -72,15 +77,17 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
         table = app.screen.query_one("#compare-table")
-        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert [r[0] for r in rows] == ["#1 simplenet-torchscript", "#1 simplenet-bridge-eager"]
-        assert "1.00x" in [r[4] for r in rows]
-        # checks beside the name; nothing compiled, so no compile column
-        assert all(r[1] == "PASSED" and r[6] == "12" and len(r) == 8 for r in rows)
+        rows = [[str(c).strip() for c in table.get_row(k)] for k in table.rows]
+        # one run compared: the names as results.json has them (the title names the run)
+        assert [r[1] for r in rows] == ["simplenet-torchscript", "simplenet-bridge-eager"]
+        assert [r[0] for r in rows] == ["1", "2"]    # the box numbers the plot is labelled by
+        assert "1.00x" in [r[5] for r in rows]
+        # checks beside the name; nothing compiled, so no compile column; n last
+        assert all(r[2] == "PASSED" and r[7] == "12" and len(r) == 8 for r in rows)
         await pilot.press("space")                   # leave the first variant out
         await pilot.pause()
-        rows = [[str(c) for c in table.get_row(k)] for k in table.rows]
-        assert rows[0][1] == "left out (space)" and rows[1][4] == "1.00x" and rows[1][7] == "1"
+        rows = [[str(c).strip() for c in table.get_row(k)] for k in table.rows]
+        assert rows[0][2] == "left out (space)" and rows[1][5] == "1.00x" and rows[1][0] == "1"
         await pilot.press("space")                   # and put it back
         await pilot.pause()
         assert len(app.screen.builder.variants) == 2
@@ -98,14 +105,31 @@ async def test_compare_at_80_columns_shows_checks_and_every_key():
         await pilot.pause()
         table = app.screen.query_one("#compare-table")
         widths = [c.get_render_width(table) for c in table.columns.values()]
-        assert [str(c.label) for c in table.columns.values()][:2] == ["variant", "checks"]
-        assert sum(widths[:2]) <= table.size.width
+        assert [str(c.label).strip() for c in table.columns.values()][:3] == ["box", "variant", "checks"]
+        assert sum(widths) <= table.size.width   # every column, n included
         keys = list(app.screen.query(FooterKey))
         assert {k.description for k in keys} >= {"back", "leave out/in", "quit"}
         assert all(k.region.right <= 80 and k.region.width > 0 for k in keys), [(k.description, k.region) for k in keys]
 
 
-async def test_history_at_80_columns_shows_where_a_run_went_and_help_is_not_covered(tmp_path):
+async def test_compare_at_80_columns_fits_every_column_of_long_names():
+    """Long variant names (a compile column too) wrap onto two lines rather than push n off."""
+    app = replay_app("compiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#compare-table")
+        labels = [str(c.label).strip() for c in table.columns.values()]
+        assert labels[0] == "box" and labels[-1] == "n" and "compile" in labels
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+        names = [str(table.get_row(k)[1]).strip() for k in table.rows]
+        assert "simplenet-bridge-compiled-2-python-host" in names   # whole, wrapped
+        assert max(len(n) for n in names) > table.columns["variant"].width
+        assert max(row.height for row in table.rows.values()) >= 2
+
+
+async def test_history_at_80_columns_shows_where_a_run_went_uncovered(tmp_path):
     app = replay_app("two-backends")
     app.options.export = str(tmp_path / "a-rather-long-directory-name" / "for-the-exported-runs")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -119,8 +143,9 @@ async def test_history_at_80_columns_shows_where_a_run_went_and_help_is_not_cove
         assert str(table.get_row("1")[-1]) == "yes"
         note = str(app.query_one("#export-note").render()).splitlines()
         assert path in note and f"couplescope --tensorboard {path}" in note   # whole lines, not cut
-        (toast,) = app._notifications
-        assert path not in toast.message and os.path.basename(path) in toast.message
+        # no toast over the path: the status line names the run directory
+        assert not list(app._notifications)
+        assert os.path.basename(path) in str(app.query_one("#status").render())
         await pilot.press("question_mark")
         await pilot.pause()
         assert not list(app._notifications)   # nothing sits over the help box
@@ -147,10 +172,10 @@ async def test_compile_times_are_noted_and_compared():
         await pilot.press("c")
         await pilot.pause()
         table = app.screen.query_one("#compare-table")
-        compiled = {str(table.get_row(k)[0]): str(table.get_row(k)[6]) for k in table.rows}
-        assert compiled["#1 simplenet-torchscript-2"] == "-"
-        assert compiled["#1 simplenet-aoti-2-python-host"] == "cached"
-        assert compiled["#1 simplenet-aoti-2"].endswith(" s")
+        compiled = {str(table.get_row(k)[1]).strip(): str(table.get_row(k)[7]).strip() for k in table.rows}
+        assert compiled["simplenet-torchscript-2"] == "-"
+        assert compiled["simplenet-aoti-2-python-host"] == "cached"
+        assert compiled["simplenet-aoti-2"].endswith(" s")
 
 
 async def test_a_failing_layout_shows_failed_rows():
@@ -187,6 +212,48 @@ async def test_telemetry_and_diagnostics_reach_their_panels():
         assert any("4 torch threads" in note for note in app.notes)
         # the run is over: the figures are its last sample, not the machine's state now
         assert panel.startswith("idle: no run is being sampled; the last sample of run #1 ")
+
+
+@pytest.mark.skipif(shutil.which("srun") is None,
+                    reason="the form checks --launcher srun against this machine: needs srun on PATH")
+async def test_a_two_node_run_shows_a_telemetry_line_per_node():
+    """A real two-node run (n1, n2, each sampled by the job on its node), played back."""
+    app = replay_app("nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_replay(pilot)
+        await pilot.press("t")
+        await pilot.pause()
+        panel = str(app.query_one("#telemetry-panel").render())
+        assert "sampled on each node (2):" in panel, panel
+        assert "\nn1: ranks 0  CPU " in panel and "\nn2: ranks 1  CPU " in panel, panel
+        assert "worker CPU" not in panel   # no sample of the parent's own
+
+
+async def test_the_telemetry_panel_keeps_the_latest_sample_of_each_node():
+    """The panel itself, fed the recording's node samples in order (no srun needed)."""
+    from textual.app import App
+
+    from couplescope.frontends.tui.telemetry_panel import TelemetryPanel
+
+    samples = [ev for ev in replay.read(os.path.join(FIXTURES, "nodes.jsonl")) if ev["event"] == "telemetry"]
+
+    class Host(App):
+        def compose(self):
+            yield TelemetryPanel(id="panel")
+
+    async with Host().run_test() as pilot:
+        panel = pilot.app.query_one(TelemetryPanel)
+        for ev in samples:
+            panel.show(ev["sample"], ev["node"])
+        text = str(panel.render())
+        last = {ev["node"]: ev["sample"] for ev in samples}
+        assert text.splitlines()[0] == "sampled on each node (2):"
+        for node, rank in (("n1", 0), ("n2", 1)):
+            (line,) = [ln for ln in text.splitlines() if ln.startswith(f"{node}: ")]
+            assert f"ranks {rank}  CPU " in line and "load " in line
+            assert f"threads {last[node]['tree']['threads']}" in line
+        panel.show({"tree": {"cpu_percent": 50.0}})   # the next run, sampled by the parent
+        assert "worker CPU 50%" in str(panel.render()) and "n1:" not in str(panel.render())
 
 
 def test_telemetry_never_shows_minus_zero():

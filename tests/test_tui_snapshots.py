@@ -10,31 +10,62 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from test_tui_replay import replay_app, run_replay
 
 
-async def wait_for(pilot, condition, timeout: float = 90.0) -> None:
+@pytest.fixture(autouse=True)
+def _where_the_snapshots_were_taken(monkeypatch):
+    """The form shows what can run on this machine (its backends' reasons, the variants'
+    names, which resolve the host). The snapshots show a machine with a C++ compiler and
+    mpi4py, where aoti, mpi and the native host run: that is pinned, so they compare the
+    same on a machine without them (cudagraph's reason is this torch's own); and without
+    Slurm (no --nodes field), wherever the tests run."""
+    from couplescope import backends
+    from couplescope.backends import native
+    from couplescope.backends.mpi import slurm
+
+    real = backends.unavailable
+    monkeypatch.setattr(native, "unavailable", lambda: None)
+    monkeypatch.setattr(backends, "unavailable",
+                        lambda name, spec=None: None if name in ("aoti", "mpi") else real(name, spec))
+    monkeypatch.setattr(slurm, "present", lambda: False)
+
+
+async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
+    """Poll for a state; `timeout` only bounds a failure (which shows the screen)."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "timed out"
+        assert time.monotonic() < deadline, "timed out; the screen:\n" + on_screen(pilot.app)
         await pilot.pause(0.1)
 
 
 async def settle(pilot) -> None:
     pilot.app.clear_notifications()
     await pilot.pause(0.3)
-    pilot.app._tick(force=True)
+    pilot.app.redraw_views(force=True)
     await pilot.pause()
 
 
 def with_catalogue(name: str):
     app = replay_app(name)
-    app._load_catalogue = True   # the form as a user sees it: default sizes, backend reasons
+    app.load_catalogue = True   # the form as a user sees it: default sizes, backend reasons
     return app
 
 
+def on_screen(app) -> str:
+    """The screen as the snapshot takes it, as plain text."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+
+
 async def loaded(pilot) -> None:
+    """The catalogue read and drawn: its size label is on screen (under load the form's
+    layout came after the first pause, and a snapshot caught `size` for `size (batch)`)."""
     await wait_for(pilot, lambda: pilot.app.catalogue_ready)
+    await wait_for(pilot, lambda: "size (" in on_screen(pilot.app))
     await settle(pilot)
 
 

@@ -77,3 +77,87 @@ def test_torchscript_variants_are_marked_as_such(cli):
     r = cli("--model", "simplenet", "--backend", "torchscript", *FAST, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["variants"][0]["model"]["torchscript"] is True
+
+
+#: a user module that writes a line to calls.log beside itself for every initialize and
+#: counts its compute calls; its reference uses what initialize set up, as a module whose
+#: initialize loads the model would
+COUNTS = textwrap.dedent('''
+    import os
+    import numpy as np
+    _LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.log")
+    _factor = None
+    _phase = None
+    with open(_LOG, "a") as f:
+        f.write(f"import {os.getpid()}\\n")
+    def initialize(config):
+        global _factor, _phase
+        _factor, _phase = 3.0, config["phase"]
+        with open(_LOG, "a") as f:
+            f.write(f"initialize {os.getpid()} {config['device']} {config.get('grad_mode')} "
+                    f"{type(config['phase']).__name__}\\n")
+    def compute(inputs, output):
+        with _phase("forward"):
+            output[...] = _factor * inputs[0]
+    def reference(inputs):
+        return _factor * np.asarray(inputs[0])
+''')
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["once", "reload-every-call"])
+def test_initialize_runs_once_per_variant_with_the_runs_config(cli, tmp_path, reload):
+    """docs/bridge.md: initialize is called once (or before every call with
+    --reload-every-call). The worker used to initialise a user's module for its reference
+    and the coupling import and initialise it again: twice per variant, the first time with
+    a config that was not the run's. Two variants (both hosts), one worker each."""
+    (tmp_path / "counts.py").write_text(COUNTS)
+    extra = ["--reload-every-call"] if reload else []
+    r = cli("--model", tmp_path / "counts.py", "--backend", "bridge", "--input-shape", "4",
+            "--host", "native,python", "--grad-mode", "inference", "--warmup", "1", "--iterations", "3",
+            "--profile-iterations", "0", "--telemetry-hz", "0", "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [v["verdict"] for v in doc["variants"]] == ["passed", "passed"]
+    lines = (tmp_path / "calls.log").read_text().splitlines()
+    workers = {}
+    for line in lines:
+        what, pid, *rest = line.split()
+        workers.setdefault(pid, []).append((what, rest))
+    assert len(workers) == 2, lines   # one worker per variant
+    calls = 1 + 1 + 3   # the load, then one warm-up and three timed calls, each reloading
+    for record in workers.values():
+        initialised = [rest for what, rest in record if what == "initialize"]
+        # the run's own config: its device, grad mode and phase clock (not a stand-in)
+        assert all(rest == ["cpu", "inference", "PhaseClock"] for rest in initialised), record
+        if reload:
+            assert len(initialised) == calls, record
+        else:
+            assert len(initialised) == 1, record
+            assert [what for what, _ in record] == ["import", "initialize"], record
+    # the load time is the module's initialize (and the host's set-up), measured
+    assert all(v["load_seconds"] > 0 for v in doc["variants"])
+    # phases the module timed reached the results
+    assert all(v["phases"]["forward"]["median"] > 0 for v in doc["variants"]), doc["variants"][0]["phases"]
+
+
+def test_the_profilers_markers_are_not_shown_as_output_nor_kept(cli, tmp_path):
+    """torch's profiler writes `USDT: ... profiler_start` / `profiler_stop` to stderr each
+    time it runs: not the module's output (not shown, not in <variant>.output.log), and a
+    built-in model, which prints nothing else, gets no output.log at all."""
+    (tmp_path / "mine.py").write_text(CHATTY)
+    runs = tmp_path / "runs"
+    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4", "--warmup", "1",
+            "--iterations", "3", "--profile-iterations", "2", "--telemetry-hz", "0", "--export", runs)
+    assert r.returncode == 0, r.stderr
+    assert "mine.py-bridge | hello from initialize" in r.stderr
+    assert "USDT" not in r.stderr and "profiler_st" not in r.stderr, r.stderr
+    [run] = list(runs.iterdir())
+    log = (run / "mine.py-bridge.output.log").read_text()
+    assert "call 6" in log and "USDT" not in log and "profiler_st" not in log
+    assert list(run.glob("traces/*/*.pt.trace.json*"))   # the profiler did run
+    r = cli("--model", "simplenet", "--warmup", "1", "--iterations", "3", "--profile-iterations", "2",
+            "--telemetry-hz", "0", "--export", tmp_path / "builtin")
+    assert r.returncode == 0, r.stderr
+    assert "USDT" not in r.stderr
+    [run] = list((tmp_path / "builtin").iterdir())
+    assert list(run.glob("traces/*/*.pt.trace.json*")) and not list(run.glob("*.output.log"))

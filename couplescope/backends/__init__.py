@@ -91,3 +91,42 @@ def resolve_host(spec):
         return (spec.replace(host="python"),
                 f"{spec.label}: on the python host because the native host is unavailable ({reason})")
     return spec.replace(host=hosts[0]), None
+
+
+def host_rows() -> dict:
+    """The hosts, what each is, and why the native one cannot be built here (if so)."""
+    from couplescope.backends import native
+
+    reason = native.unavailable()
+    if reason is None:
+        directory = native.build_dir()
+        state = (f"built, cached in {directory}" if native.built_module(directory)
+                 else f"compiled on first use ({native.BUILD_TIME}) into {directory}")
+        what = f"C++ against libtorch, as a Fortran code through FTorch or forpy; {state}"
+    else:
+        what = "C++ against libtorch, as a Fortran code through FTorch or forpy"
+    return {"native": (what, reason),
+            "python": ("the worker's Python loop: what a Python simulation code pays", None)}
+
+
+def label_parts_of(spec: dict) -> list[str] | None:
+    """The words a recorded variant's backend adds to its name (run_started's label_parts),
+    for a run recorded before run_started carried them; None when the backend or the spec
+    is unknown here."""
+    from couplescope.protocol.spec import RunSpec
+
+    try:
+        run_spec = RunSpec.from_dict({k: v for k, v in spec.items() if k in RunSpec.__dataclass_fields__})
+        return list(get(run_spec.backend).label_parts(run_spec))
+    except (UsageError, ImportError, TypeError, ValueError):
+        return None
+
+
+def with_label_parts(event: dict) -> dict:
+    """A recorded run_started event with its label_parts (added when it lacks them)."""
+    if event.get("event") == "run_started" and "label_parts" not in event:
+        parts = label_parts_of(event.get("spec") or {})
+        if parts is not None:
+            event["label_parts"] = parts
+    return event
+

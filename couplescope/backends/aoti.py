@@ -72,7 +72,6 @@ class NativeAotiCoupling(NativeTorchScriptCoupling):
 
 class AotiBackend(Backend):
     name = "aoti"
-    summary = "torch.export + AOTInductor package, no-copy host arrays"
     model_kinds = ("catalogue", "bridge-module", "exported-program")
 
     def unavailable(self, spec=None) -> str | None:
@@ -91,6 +90,11 @@ class AotiBackend(Backend):
         return None
 
     def validate(self, spec) -> None:
+        if spec.task == "train":
+            raise UsageError("--task train cannot run on --backend aoti: an AOTInductor package is "
+                             "inference-only (aoti_compile_and_package compiles forward alone, with no "
+                             "autograd); train with --backend torchscript (FTorch's way) or bridge "
+                             "(embedded Python, any optimizer)")
         if spec.model.endswith((".pt", ".pth")):
             raise UsageError(f"{spec.model} is TorchScript, which torch.export cannot read: give aoti "
                              "a .py that defines make_model(size, dtype, seed) (and make_inputs(size, "
@@ -100,6 +104,9 @@ class AotiBackend(Backend):
 
     def hosts(self, spec) -> tuple[str, ...]:
         return ("native", "python")
+
+    def compiles_on_load(self, spec) -> bool:
+        return True
 
     def open(self, ctx):
         if ctx.spec.host == "native":

@@ -1,14 +1,20 @@
 """The backend contract: every hook a backend may implement, with the defaults.
 
 A backend is one module in couplescope/backends/ defining `BACKEND`, an instance of a
-`Backend` subclass, plus one line in `couplescope.backends.REGISTRY`. The same object
-serves both sides of a run:
+`Backend` subclass, plus one line in `couplescope.backends.REGISTRY` (and its options,
+if it has any, declared in couplescope/protocol/options.py). The same object serves both
+sides of a run; its hooks come in four groups:
 
-  parent (cheap: no torch at import or in these hooks, so --list and validation stay fast)
-    unavailable, validate, hosts, label_parts, describe, needs_torchscript, coupling_backend,
-    processes, placement_known, command, env, crash_reason, launcher_notice, cleanup,
-    workers_outside_tree
-  worker
+  what it is (naming and what it runs; cheap: no torch, so --list stays fast)
+    name, model_kinds, hosts, label_parts, describe, compiles_on_load, runs_bridge_modules,
+    launches_one_graph
+  may it run (the parent, before anything starts)
+    unavailable, validate, check_device
+  how its processes start (the parent)
+    launcher(spec): a couplescope.backends.launcher.Launcher (command, env, processes,
+    placement, the launcher's words about a crash or a lost node, cleanup)
+  the worker side
+    coupling_backend, needs_torchscript
     team   the processes that measure a variant together (one by default; mpi: ranks)
     open   the Coupling that makes one iteration's calls
 
@@ -76,6 +82,10 @@ class Coupling:
     #: engine reports it on its own and takes its seconds out of the load time.
     compiled: dict | None = None
 
+    #: seconds of loading done before load() and counted in the load time: a user's bridge
+    #: module initialised once while the variant was built, so its reference() could run
+    loaded_before: float = 0.0
+
     def close(self) -> None:
         pass
 
@@ -92,6 +102,9 @@ class Team:
 
     rank = 0
     world = 1
+    #: a training variant's digest of this process's weights, read after every step; a team
+    #: of several processes fails the step when they differ (data-parallel training)
+    step_digest = None
     #: distributedInfo's "backend" in traces (HolisticTraceAnalysis reads it)
     distributed_backend = "none"
 
@@ -145,6 +158,12 @@ class Team:
 
     def after_iteration(self, kind: str, index: int) -> None:
         """Called after every iteration's event, outside the timed region."""
+
+    def gradient_reducer(self):
+        """A training step's gradient averaging across processes (a callable taking the
+        model's parameters, timed as the allreduce phase); None for one process."""
+        return None
+
 
     def summary(self, summaries: list[dict], placements: list[dict], loads: list[float]) -> dict:
         """variant_finished's summary from every process's own."""
@@ -241,10 +260,6 @@ class Backend:
     """A backend's registry object. Override what differs; every hook is documented here."""
 
     name = ""
-    summary = ""
-    #: RunSpec fields this backend reads beyond those every backend reads: an option the
-    #: user set that no variant's backend reads is refused rather than silently ignored
-    reads: tuple[str, ...] = ()
     #: the kinds of --model it runs (couplescope.workloads.catalogue.KINDS)
     model_kinds: tuple[str, ...] = ("catalogue", "torchscript-file")
     #: forward is one graph launch (CUDA Graph replay): a GPU idle between calls is not a
@@ -303,41 +318,22 @@ class Backend:
         """Whether the engine saves the model as TorchScript before opening the coupling."""
         return False
 
-    def processes(self, spec) -> int:
-        """How many worker processes (ranks) the launch starts."""
-        return 1
-
-    def placement_known(self, spec) -> bool:
-        """Whether the parent knows which cores the processes run on (not on other nodes)."""
-        return True
-
-    def command(self, spec, worker_cmd: list[str]) -> list[str]:
-        """The command that starts the worker(s); a launcher wraps the worker's own."""
-        return worker_cmd
-
-    def env(self, spec) -> dict:
-        """Environment variables the launch needs (Open MPI as root); none by default."""
-        return {}
-
-    def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
-        """One line for a launch that died without an event; None: the generic one."""
-        return None
-
-    def launcher_notice(self, spec, line: str) -> tuple[str, float | None] | None:
-        """A line the launch printed (stderr, as it comes) that the user must hear about
-        now: (message, seconds to wait before giving up on the launch, or None). srun: a
-        step that waits for resources. None: nothing to say."""
-        return None
-
-    def cleanup(self, spec) -> None:
-        """Release what the launch may leave behind once it has ended, on every path
-        (srun: a pending or running job of ours)."""
-
-    def workers_outside_tree(self, spec) -> bool:
-        """Whether the worker processes may not descend from the launched process (srun's
-        tasks are children of Slurm's step daemon): telemetry then finds them by the
-        parent pid they carry in their environment."""
+    def compiles_on_load(self, spec) -> bool:
+        """Whether the first load compiles the model (or finds it compiled in the cache):
+        front ends say so while it happens (aoti, the bridge's torch.compile)."""
         return False
+
+    #: runs a user's bridge module (--model mine.py): the engine imports and initialises
+    #: it once, for its reference(), and hands it to the coupling
+    runs_bridge_modules = False
+
+    def launcher(self, spec):
+        """How the variant's worker processes are started, watched and cleaned up after
+        (couplescope.backends.launcher): one process started directly, unless the backend
+        launches several (mpi: mpiexec or srun)."""
+        from couplescope.backends.launcher import DIRECT
+
+        return DIRECT
 
     # -- worker side ---------------------------------------------------------------------
     def team(self, spec, write) -> Team:

@@ -55,6 +55,9 @@ class BatchRunner:
         self.per_call = None   # seconds, from the last batch
         self._judged = None    # (output rows, inputs) of the call whose check result is known
         self.judged_result = None
+        #: a training variant's data (couplescope.worker.training.Training): each call's
+        #: inputs and targets are filled before it, and its loss read after it
+        self.feeder = None
 
     def size(self, remaining: int) -> int:
         """How many calls the next batch makes: one until a call has been timed."""
@@ -63,22 +66,23 @@ class BatchRunner:
         return max(1, min(remaining, self.capacity, int(BATCH_SECONDS / max(self.per_call, 1e-9))))
 
     def _calls(self, count: int, stop) -> tuple[list, tuple | None]:
-        """Make up to `count` calls into the snapshots: ([(seconds, phases, output_error)],
-        failure or None). Stop early when `stop()` is true or after BATCH_SECONDS."""
+        """Make up to `count` calls into the snapshots: ([(seconds, phases, output_error,
+        extra)], failure or None); extra holds a training step's loss. Stop early when
+        `stop()` is true or after BATCH_SECONDS."""
         raise NotImplementedError
 
     def run(self, count: int, stop=lambda: False):
-        """Make up to `count` calls. Returns ([(seconds, phases, output_error, outputs, same)],
-        failure): `same` says the outputs are byte-identical to those of the call `judge()`
-        last recorded (so is their check); failure is None, or (message, seconds) of the call
-        that raised and ended the batch."""
+        """Make up to `count` calls. Returns ([(seconds, phases, output_error, outputs, same,
+        extra)], failure): `same` says the outputs are byte-identical to those of the call
+        `judge()` last recorded (so is their check); failure is None, or (message, seconds)
+        of the call that raised and ended the batch."""
         raw, failure = self._calls(count, stop)
         same = self._same_as_judged(len(raw))
         records = []
-        for i, (seconds, phases, error) in enumerate(raw):
+        for i, (seconds, phases, error, extra) in enumerate(raw):
             outputs = {n: self._snapshots[n][i].view(a.dtype).reshape(a.shape, order="F")
                        for n, a in self.outputs.items()}
-            records.append((seconds, phases, error or None, outputs, bool(same[i])))
+            records.append((seconds, phases, error or None, outputs, bool(same[i]), extra))
         if raw:
             self.per_call = sorted(r[0] for r in raw)[len(raw) // 2]
         return records, failure
@@ -116,6 +120,7 @@ class PythonBatchRunner(BatchRunner):
         from couplescope.backends.base import error_text
 
         coupling, clock, call, copyto = self.coupling, self.clock, self.coupling.call, np.copyto
+        feeder = self.feeder
         fills = [(a, self._nan[n]) for n, a in self.outputs.items()]
         snaps = [(a.ravel(order="K").view(np.uint8), self._snapshots[n]) for n, a in self.outputs.items()]
         raw, failure = [], None
@@ -124,6 +129,8 @@ class PythonBatchRunner(BatchRunner):
         for i in range(count):
             for out, nan in fills:
                 copyto(out, nan)
+            if feeder is not None:
+                feeder.fill_next()
             coupling.output_error = None
             t0 = perf_counter()
             try:
@@ -135,7 +142,8 @@ class PythonBatchRunner(BatchRunner):
                 clock.reset()
                 break
             seconds = perf_counter() - t0
-            raw.append((seconds if hosted is None else hosted, clock.reset(), coupling.output_error))
+            extra = {"loss": coupling.take_losses()} if feeder is not None else {}
+            raw.append((seconds if hosted is None else hosted, clock.reset(), coupling.output_error, extra))
             for flat, snapshot in snaps:
                 snapshot[i] = flat
             if perf_counter() - begin > BATCH_SECONDS or stop():

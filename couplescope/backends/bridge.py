@@ -32,6 +32,20 @@ def user_module(spec) -> bool:
     return spec.model.endswith(".py")
 
 
+def config(spec, size: int, dtype: str, device: str, clock, torchscript_path, lr=None,
+           optimizer=None, allreduce=None) -> dict:
+    """What a bridge module's initialize(config) receives (docs/bridge.md lists it); a
+    training run adds its optimizer, learning rate and loss."""
+    config = {"model": spec.model, "size": size, "dtype": dtype, "seed": spec.seed, "device": device,
+              "bridge_model": spec.bridge_model, "torchscript_path": torchscript_path, "phase": clock,
+              "threads": spec.threads, "grad_mode": spec.grad_mode, "task": spec.task}
+    if spec.task == "train":
+        # allreduce: under MPI, averages the gradients of the parameters it is given across
+        # the ranks (call it between backward and step); None in one process
+        config.update(optimizer=optimizer or spec.optimizer, lr=lr, loss=spec.loss, allreduce=allreduce)
+    return config
+
+
 class BridgeCoupling(Coupling):
     function = "compute"
 
@@ -42,17 +56,23 @@ class BridgeCoupling(Coupling):
         self._loads = 0
 
     def config(self) -> dict:
-        spec = self.ctx.spec
-        return {"model": spec.model, "size": self.ctx.size, "dtype": self.ctx.dtype,
-                "seed": spec.seed, "device": self.ctx.device, "bridge_model": spec.bridge_model,
-                "torchscript_path": self.ctx.torchscript_path, "phase": self.ctx.clock,
-                "threads": spec.threads, "grad_mode": spec.grad_mode}
+        ctx = self.ctx
+        return config(ctx.spec, ctx.size, ctx.dtype, ctx.device, ctx.clock, ctx.torchscript_path,
+                      lr=ctx.extra.get("lr"), optimizer=ctx.extra.get("optimizer"),
+                      allreduce=ctx.extra.get("allreduce"))
 
     def load(self) -> None:
         self._loads += 1
-        self.module = import_by_path(self.path, f"couplescope_bridge_{os.getpid()}_{self._loads}")
-        check_contract(self.module, self.path, self.function)
-        self.module.initialize(self.config())
+        handed = self.ctx.extra.get("initialised")
+        if handed is not None and self._loads == 1:
+            # a user's module, imported and initialised once while the variant was built (its
+            # reference() needed it): initialising it again would run its set-up twice
+            self.module, self.loaded_before = handed
+            check_contract(self.module, self.path, self.function)   # train, under --task train
+        else:
+            self.module = import_by_path(self.path, f"couplescope_bridge_{os.getpid()}_{self._loads}")
+            check_contract(self.module, self.path, self.function)
+            self.module.initialize(self.config())
         if self.ctx.spec.bridge_model == "compiled" and self.compiled is None:
             self.compiled = self.first_call()
 
@@ -96,20 +116,28 @@ class NativeBridgeCoupling(BridgeCoupling):
         self.native = native.module_for_worker()
         self.host = None
 
-    def load(self) -> None:
+    #: the host reads back what the function returns (a training step's loss)
+    returns_loss = False
+
+    def host_calls(self):
+        """The calls as the native host receives them: input arrays and the output array."""
         from couplescope.backends.torchscript import host_array
 
-        super().load()
         layout = self.ctx.spec.layout
-        calls = [self.native.Call([host_array(self.native, self.ctx.arrays[n], layout) for n in c.inputs],
-                                  host_array(self.native, self.ctx.outputs[c.output], layout))
-                 for c in self.ctx.calls]
+        return [self.native.Call([host_array(self.native, self.ctx.arrays[n], layout) for n in c.inputs],
+                                 host_array(self.native, self.ctx.outputs[c.output], layout))
+                for c in self.ctx.calls]
+
+    def load(self) -> None:
+        super().load()
         clock = self.ctx.clock
-        self.host = self.native.EmbeddedHost(self.module, self.function, calls, clock.reset)
+        self.host = self.native.EmbeddedHost(self.module, self.function, self.host_calls(), clock.reset,
+                                             self.returns_loss)
         if not self.ctx.spec.reload_every_call:
             from couplescope.backends.native.batch import NativeBatchRunner
 
-            self.call_batch = NativeBatchRunner(self.native, self.host, self.ctx.outputs,
+            outputs = {} if self.returns_loss else self.ctx.outputs   # a step is judged by its loss
+            self.call_batch = NativeBatchRunner(self.native, self.host, outputs,
                                                 ("marshal_in", "marshal_out"), before=clock.reset,
                                                 inputs=self.ctx.arrays)
 
@@ -133,8 +161,6 @@ class NativeBridgeCoupling(BridgeCoupling):
 
 class BridgeBackend(Backend):
     name = "bridge"
-    summary = "embedded Python as forpy does it"
-    reads = ("bridge_model",)
     model_kinds = ("catalogue", "torchscript-file", "bridge-module")
 
     def validate(self, spec) -> None:
@@ -146,8 +172,13 @@ class BridgeBackend(Backend):
             raise UsageError("--bridge-model compiled with --reload-every-call would compile the model "
                              "inside every timed call; run it without --reload-every-call")
 
+    runs_bridge_modules = True
+
     def hosts(self, spec) -> tuple[str, ...]:
         return ("native", "python")
+
+    def compiles_on_load(self, spec) -> bool:
+        return spec.bridge_model == "compiled"
 
     def label_parts(self, spec) -> list[str]:
         """The bridge model the built-in module runs; a user's module runs its own Python,
@@ -162,6 +193,10 @@ class BridgeBackend(Backend):
         return spec.bridge_model == "torchscript" and not user_module(spec)
 
     def open(self, ctx):
+        if ctx.spec.task == "train":
+            from couplescope.backends import bridge_training
+
+            return bridge_training.open_training(ctx)
         if ctx.spec.host == "native":
             return NativeBridgeCoupling(ctx)
         return BridgeCoupling(ctx)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from time import perf_counter
 
-#: Phase names, in the order they happen. Backends use these and nothing else.
-PHASES = ("load", "marshal_in", "h2d", "forward", "d2h", "marshal_out")
+#: Phase names, in the order they happen. Backends use these and nothing else. A training
+#: step (--task train) has zero_grad, forward, loss, backward, allreduce (MPI) and step, or
+#: replay (a step captured into one CUDA Graph, which cannot be split).
+PHASES = ("load", "marshal_in", "h2d", "zero_grad", "forward", "loss", "backward", "allreduce",
+          "step", "replay", "d2h", "marshal_out")
 RANGE_PREFIX = "couplescope/"
 
 

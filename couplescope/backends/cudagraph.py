@@ -186,7 +186,6 @@ class CudaGraphCoupling(Coupling):
 
 class CudaGraphBackend(Backend):
     name = "cudagraph"
-    summary = "CUDA Graph capture of forward, replayed each iteration"
     launches_one_graph = True
 
     def needs_torchscript(self, spec) -> bool:
@@ -213,6 +212,10 @@ class CudaGraphBackend(Backend):
         reason = self.unavailable(ctx.spec)  # a spec that skipped validation (library, worker)
         if reason:
             raise UsageError(f"backend 'cudagraph' is unavailable: {reason}")
+        if ctx.spec.task == "train":
+            from couplescope.backends.cudagraph_training import CudaGraphTraining
+
+            return CudaGraphTraining(ctx)
         return CudaGraphCoupling(ctx)
 
 

@@ -7,8 +7,37 @@ Imports torch only inside functions, and only when a CUDA device is asked about;
 from __future__ import annotations
 
 
+def torch_without_gpu() -> str | None:
+    """The installed torch's version when it was built without CUDA (and without ROCm),
+    read from torch/version.py without importing torch (a listing should not pay a second
+    for the import to learn that); None when it has GPU support or this cannot be told."""
+    import ast
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        folder = list(spec.submodule_search_locations or [])[0] if spec else None
+        with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (ImportError, ValueError, IndexError, TypeError, OSError, SyntaxError):
+        return None
+    values = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant):
+            values[target.id] = node.value.value
+    if "cuda" not in values or values["cuda"] is not None or values.get("hip") is not None:
+        return None
+    return values.get("__version__") or None
+
+
 def cuda_unavailable_reason(device: str = "cuda") -> str | None:
     """None when `device` (cuda or cuda:N) can be used, else a one-line reason."""
+    version = torch_without_gpu()
+    if version is not None:   # the same words torch.backends.cuda.is_built() would lead to
+        return f"needs a CUDA device: this torch build ({version}) has no CUDA support"
     import torch
 
     if not torch.cuda.is_available():  # asks the driver; does not initialise CUDA
@@ -26,6 +55,8 @@ def cuda_unavailable_reason(device: str = "cuda") -> str | None:
 
 def available() -> list[str]:
     """Devices a run may use: cpu, then cuda:N for each visible GPU."""
+    if torch_without_gpu() is not None:
+        return ["cpu"]
     import torch
 
     out = ["cpu"]
@@ -38,9 +69,15 @@ def describe() -> list[tuple[str, str]]:
     """(device, description) pairs for `--list`."""
     import os
 
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    rows = [("cpu", f"{cores} cores" + (f", {usable} of them usable by this process" if usable != cores else "")
+             + "; torch's threads: --threads (default: torch's own)")]
+    reason = cuda_unavailable_reason() if torch_without_gpu() is not None else None
+    if reason:
+        return rows + [("cuda", "unavailable: " + reason)]
     import torch
 
-    rows = [("cpu", f"{os.cpu_count()} cores, torch {torch.get_num_threads()} threads by default")]
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             rows.append((f"cuda:{i}", torch.cuda.get_device_name(i)))

@@ -152,7 +152,6 @@ def add_host_phases(into: dict, names, seconds) -> None:
 
 class TorchScriptBackend(Backend):
     name = "torchscript"
-    summary = "direct coupling as FTorch does it"
 
     def hosts(self, spec) -> tuple[str, ...]:
         return ("native", "python")
@@ -161,6 +160,14 @@ class TorchScriptBackend(Backend):
         return True
 
     def open(self, ctx):
+        if ctx.spec.task == "train":
+            if ctx.spec.host == "native":
+                from couplescope.backends.native.training import NativeTraining
+
+                return NativeTraining(ctx)
+            from couplescope.backends.training import TorchScriptTraining
+
+            return TorchScriptTraining(ctx)
         if ctx.spec.host == "native":
             return NativeTorchScriptCoupling(ctx)
         return TorchScriptCoupling(ctx)

@@ -1,8 +1,11 @@
 """What can be run here: models, backends (and why not), presets, devices.
 
 One query for every front end (`couplescope --list`, the app's form), so they can
-never disagree. It imports the model files and asks torch about devices: call it off
-any UI thread.
+never disagree. It needs no torch where it can be helped (a listing should not pay for
+importing it): models are read from their files (couplescope.workloads.model_info) and a
+torch build without CUDA is known from its version file (couplescope.backends.devices);
+a model with computed attributes, or a CUDA build of torch, is still asked by importing.
+Call it off any UI thread.
 """
 
 from __future__ import annotations
@@ -31,29 +34,18 @@ class Catalogue:
     errors: list = field(default_factory=list)
 
 
-def host_rows() -> dict:
-    """The hosts, what each is, and why the native one cannot be built here (if so)."""
-    from couplescope.backends import native
-
-    reason = native.unavailable()
-    if reason is None:
-        directory = native.build_dir()
-        state = (f"built, cached in {directory}" if native.built_module(directory)
-                 else f"compiled on first use (about a minute) into {directory}")
-        what = f"C++ against libtorch, as a Fortran code through FTorch or forpy; {state}"
-    else:
-        what = "C++ against libtorch, as a Fortran code through FTorch or forpy"
-    return {"native": (what, reason),
-            "python": ("the worker's Python loop: what a Python simulation code pays", None)}
-
-
 def read_catalogue(with_devices: bool = True) -> Catalogue:
     from couplescope import backends
     from couplescope.core import presets
-    from couplescope.workloads import catalogue
+    from couplescope.workloads import catalogue, model_info
 
     out = Catalogue()
     for name in catalogue.model_names():
+        # read from the model's file (no torch); a model whose attributes are computed is imported
+        described = model_info.info(f"{catalogue.MODELS_PACKAGE}.{name.replace('-', '_')}")
+        if described is not None:
+            out.models[name] = described
+            continue
         try:
             w = catalogue.load(name)
             out.models[name] = {"size_name": w.size_name, "default_size": w.default_size,
@@ -66,7 +58,7 @@ def read_catalogue(with_devices: bool = True) -> Catalogue:
             out.backend_hosts[name] = backends.get(name).hosts(RunSpec(model="simplenet", backend=name))
         except Exception:
             out.backend_hosts[name] = ("python",)
-    out.hosts = host_rows()
+    out.hosts = backends.host_rows()
     for name in presets.preset_names():
         out.presets[name] = presets.describe(name)
     if with_devices:

@@ -1,14 +1,17 @@
 """Presets: TOML files that describe a set of variants sharing defaults.
 
     description = "..."
-    [defaults]            # any RunSpec key, applied to every variant
+    telemetry_hz = 20     # a run option (docs/options.md), for the whole run
+    [defaults]            # any per-variant option, applied to every variant
     model = "stride"
     size = 512
     [[variant]]           # one table per variant; its keys override the defaults
     backend = "torchscript"
 
 `sizes = [...]` (in defaults or a variant) expands into one variant per size. Command-
-line options override every variant. Errors name the file and the key (or line).
+line options override every variant. Every key is an option declared in
+couplescope/protocol/options.py and checked by its declaration; errors name the file
+and the key (or line).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from __future__ import annotations
 import os
 from importlib import resources
 
+from couplescope.protocol import options
 from couplescope.protocol.errors import UsageError, choices_text
-from couplescope.protocol.spec import SPEC_KEYS, RunSpec, parse_input_shape
+from couplescope.protocol.options import shape_from_toml
+from couplescope.protocol.spec import RunSpec
 
 try:
     import tomllib
@@ -27,15 +32,10 @@ except ModuleNotFoundError:  # Python 3.10
 #: the presets/ folder installs as this package (the module you are reading is couplescope.core.presets)
 BUNDLED = "couplescope.bundled_presets"
 EXTRA_KEYS = ("sizes",)
+#: a preset's own top-level keys; the run options (options.RUN_OPTIONS) are top-level keys too
 TOP_KEYS = ("description", "defaults", "variant")
-_TYPES = {"model": str, "backend": str, "size": int, "bridge_model": str, "device": str,
-          "dtype": str, "layout": str, "warmup": int, "iterations": int, "threads": int,
-          "seed": int, "reload_every_call": bool, "input_shape": (str, list), "name": str,
-          "profile_iterations": int, "profile_max_ops": int, "pinned": bool, "ranks": int, "inner_backend": str,
-          "launcher": str, "launcher_args": str, "oversubscribe": bool, "sizes": list}
-
-
-_TYPE_WORDS = {str: "a string", int: "a whole number", bool: "true or false", list: "a list"}
+VARIANT_KEYS = tuple(o.name for o in options.SPEC_OPTIONS if not o.not_in_presets) + EXTRA_KEYS
+RUN_KEYS = tuple(o.name for o in options.RUN_OPTIONS if not o.not_in_presets)
 
 
 def preset_names() -> list[str]:
@@ -61,8 +61,10 @@ def describe(name: str) -> str:
         return f"(broken: {exc})"
 
 
-def read(path: str) -> tuple[str, list[dict]]:
-    """(description, list of variant dicts) with keys and types checked."""
+def read(path: str, expand_sizes: bool = True) -> tuple[str, list[dict], dict]:
+    """(description, list of variant dicts, run options) with keys and values checked.
+    Without `expand_sizes` a table's `sizes` is dropped (the command line's --size list
+    replaces it: it sweeps the sizes asked for, not those times the preset's)."""
     label = os.path.basename(path) if path.startswith(str(resources.files(BUNDLED))) else path
     try:
         with open(path, "rb") as f:
@@ -71,9 +73,13 @@ def read(path: str) -> tuple[str, list[dict]]:
         raise UsageError(f"{label}: invalid TOML: {exc}") from None
     except OSError as exc:
         raise UsageError(f"{label}: cannot read: {exc.strerror}") from None
-    for key in data:
-        if key not in TOP_KEYS:
-            raise UsageError(f"{label}: unknown top-level key '{key}'; valid: {choices_text(TOP_KEYS)}")
+    settings = {}
+    for key, value in data.items():
+        if key in RUN_KEYS:
+            settings[key] = _checked(label, "the top level", key, value)
+        elif key not in TOP_KEYS:
+            raise UsageError(f"{label}: unknown top-level key '{key}'; valid: "
+                             f"{choices_text(TOP_KEYS + RUN_KEYS)}")
     defaults = data.get("defaults", {})
     tables = data.get("variant", [{}])
     if not isinstance(defaults, dict) or not isinstance(tables, list):
@@ -84,45 +90,52 @@ def read(path: str) -> tuple[str, list[dict]]:
         _check_keys(label, f"[[variant]] {i}", table)
         merged = {**defaults, **table}
         sizes = merged.pop("sizes", None)
+        if not expand_sizes:
+            sizes = None
         if sizes is None:
             variants.append(merged)
         else:
-            if not all(isinstance(s, int) for s in sizes) or not sizes:
+            if not isinstance(sizes, list) or not sizes:
                 raise UsageError(f"{label}: 'sizes' must be a list of whole numbers")
             for s in sizes:
+                _checked(label, f"[[variant]] {i}", "size", s)
                 v = {**merged, "size": s}
                 if "name" in v:
                     v["name"] = f"{v['name']}-{s}"
                 variants.append(v)
-    return str(data.get("description", "")), variants
+    return str(data.get("description", "")), variants, settings
 
 
 def _check_keys(label: str, where: str, table: dict) -> None:
-    valid = SPEC_KEYS + EXTRA_KEYS
-    for key, value in table.items():
-        if key not in valid:
-            raise UsageError(f"{label}: unknown key '{key}' in {where}; valid keys: {choices_text(valid)}")
-        want = _TYPES.get(key)
-        if want is not None and not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            kind = _TYPE_WORDS.get(want) or " or ".join(_TYPE_WORDS[t] for t in want)
-            raise UsageError(f"{label}: key '{key}' in {where} must be {kind} (got {value!r})")
+    for key, value in list(table.items()):
+        if key not in VARIANT_KEYS:
+            hint = " (a run option: put it at the top level)" if key in RUN_KEYS else ""
+            raise UsageError(f"{label}: unknown key '{key}' in {where}{hint}; valid keys: "
+                             f"{choices_text(VARIANT_KEYS)}")
+        if key == "sizes":
+            continue
+        table[key] = _checked(label, where, key, value)
+
+
+def _checked(label: str, where: str, key: str, value):
+    """A preset value checked by its option's declaration; the error names file and key."""
+    option = options.get(key)
+    try:
+        return shape_from_toml(value) if option.kind is tuple else option.check(value)
+    except UsageError as exc:
+        raise UsageError(f"{label}: key '{key}' in {where}: {exc}") from None
 
 
 def to_spec(variant: dict, overrides: dict | None = None) -> RunSpec:
     d = {**variant, **(overrides or {})}
     if "model" not in d:
         raise UsageError("no model given: set model in the preset's [defaults] or pass --model")
-    shape = d.get("input_shape")
-    if isinstance(shape, str):
-        d["input_shape"] = parse_input_shape(shape)
-    elif isinstance(shape, list):
-        d["input_shape"] = parse_input_shape(";".join(",".join(map(str, s)) if isinstance(s, list)
-                                                      else str(s) for s in shape)) if shape and isinstance(shape[0], list) \
-            else parse_input_shape(",".join(map(str, shape)))
+    if isinstance(d.get("input_shape"), (str, list)):
+        d["input_shape"] = shape_from_toml(d["input_shape"])
     return RunSpec(**d)
 
 
 def load_preset(name_or_path: str, overrides: dict | None = None) -> tuple[str, list[RunSpec]]:
     """(description, specs) for a preset, with command-line overrides applied."""
-    description, variants = read(locate(name_or_path))
+    description, variants, _ = read(locate(name_or_path))
     return description, [to_spec(v, overrides) for v in variants]

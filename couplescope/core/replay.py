@@ -1,60 +1,133 @@
 """Play a recorded run back through the real pipeline, without starting a worker.
 
 A run directory's events.jsonl holds every event of a run, the worker's and the
-parent's. `ReplayWorker` yields one variant's recorded events as a live worker would,
-so Session, printer, exporters and the app handle them exactly as they handle a live
-run: the seam that lets presentation and bookkeeping be tested on real runs' events in
-milliseconds. `document` rebuilds results.json from the events alone.
+parent's. A `Recording` is such a file read back: its variants as they were recorded
+(their specs and names, hosts included: nothing is decided again on this machine, so a
+recording made with the native host replays where no compiler is), the request that
+measures them, and `ReplayWorkers`, which play each variant's events back as a live
+worker would (couplescope.core.workers, the seam). Session, printer, exporters and the
+app handle them exactly as they handle a live run: presentation and bookkeeping are
+tested on real runs' events in milliseconds, and `couplescope --replay FILE` shows a
+recording as the printer or the app showed it live. `document` rebuilds results.json
+from the events alone.
 """
 
 from __future__ import annotations
 
+import json
+import os
+
 from couplescope.protocol import events as ev_mod
+from couplescope.protocol.errors import UsageError
 from couplescope.protocol.spec import RunSpec
 from couplescope.results.builder import ResultsBuilder
 
 
-class ReplayWorker:
-    """A recorded variant, played back. `pid` is None: there is no process to watch."""
+class PlayedWorker:
+    """A WorkerHandle whose events are given, not measured: `pid` is None (there is no
+    process to watch); `output` is what it "printed"."""
 
     pid = None
 
-    def __init__(self, spec, recorded: list[dict]) -> None:
+    def __init__(self, spec, played: list, output=(), short: str = "the recording ends before the variant does") -> None:
         self.spec = spec
-        self._events = [ev for ev in recorded if ev.get("variant") == spec.label]
+        self._events = list(played)
         self._stopped = False
+        self._short = short
         self.returncode = None
+        self.output = list(output)
+        self.output_total = len(self.output)
+        self.on_notice = None
 
     def events(self):
         for ev in self._events:
             if self._stopped:
                 break
-            yield dict(ev)
+            yield ev_mod.typed(ev)
         self.returncode = 0
 
     def stop(self, timeout: float = 0.0) -> None:
         self._stopped = True
 
     def crash_reason(self, after: str = "") -> str:
-        return "the recording ends before the variant does"
+        return self._short
 
 
-def replayer(recorded: list[dict]):
-    """A Session's `start_worker` that plays `recorded` back instead of starting workers."""
-    return lambda spec, env: ReplayWorker(spec, recorded)
+class ReplayWorkers:
+    """Workers that play each variant's recorded events (matched by the variant's name)."""
+
+    processes = False   # the recording holds the telemetry it was recorded with
+
+    def __init__(self, recorded: list) -> None:
+        self._by_variant: dict[str, list] = {}
+        for ev in map(ev_mod.typed, recorded):
+            self._by_variant.setdefault(ev.variant, []).append(ev)
+
+    def prepare(self, spec, emit) -> None:
+        """Nothing to build: the recording's host_build events say what was."""
+
+    def start(self, spec, env: dict) -> PlayedWorker:
+        return PlayedWorker(spec, self._by_variant.get(spec.label, []))
 
 
-def specs_of(recorded: list[dict]) -> list[RunSpec]:
+def replayer(recorded: list) -> ReplayWorkers:
+    """The `workers` of a Session or Pipeline that play `recorded` back."""
+    return ReplayWorkers(recorded)
+
+
+def specs_of(recorded: list) -> list[RunSpec]:
     """The variants of a recording, in the order they ran (from their run_started events)."""
     specs, seen = [], set()
-    for ev in recorded:
-        if ev["event"] == "run_started" and ev["variant"] not in seen:
-            seen.add(ev["variant"])
-            specs.append(RunSpec.from_dict({**ev["spec"], "name": ev["variant"]}))
+    for ev in map(ev_mod.typed, recorded):
+        if ev.event == "run_started" and ev.variant not in seen:
+            seen.add(ev.variant)
+            specs.append(ev.run_spec.replace(name=ev.variant))
     return specs
 
 
-def document(recorded: list[dict], title: str = "") -> dict:
+class Recording:
+    """A recorded run: `request()` measures its variants, `workers()` plays them back."""
+
+    def __init__(self, recorded: list, title: str = "", source: str | None = None) -> None:
+        self.events = [ev_mod.typed(ev) for ev in recorded]
+        self.specs = specs_of(self.events)
+        self.source = source
+        self.title = title or (os.path.basename(self.specs[0].model) if self.specs else "replay")
+
+    @classmethod
+    def read(cls, path: str, title: str = "") -> "Recording":
+        """An events.jsonl, or the run directory holding one. The title is the run's own
+        (results.json beside it) unless given. UsageError for a file that holds no run."""
+        if os.path.isdir(path):
+            path = os.path.join(path, "events.jsonl")
+        try:
+            recorded = ev_mod.read_jsonl(path)
+        except OSError as exc:
+            raise UsageError(f"--replay {path}: {exc.strerror or exc}") from None
+        if not title:
+            try:
+                with open(os.path.join(os.path.dirname(path), "results.json"), encoding="utf-8") as f:
+                    title = json.load(f).get("title") or ""
+            except (OSError, ValueError, AttributeError):
+                title = ""
+        recording = cls(recorded, title, source=path)
+        if not recording.specs:
+            raise UsageError(f"--replay {path}: no run in it (no run_started event); give a run "
+                             "directory's events.jsonl")
+        return recording
+
+    def request(self, export: str | None = None):
+        """The request of the recorded variants, as they were recorded (no validation or
+        host resolution here: they ran). No telemetry: the recording has its samples."""
+        from couplescope.core.request import RunRequest
+
+        return RunRequest(title=self.title, specs=tuple(self.specs), export=export, telemetry_hz=0)
+
+    def workers(self) -> ReplayWorkers:
+        return ReplayWorkers(self.events)
+
+
+def document(recorded: list, title: str = "") -> dict:
     """results.json of a recorded run, rebuilt from its events alone."""
     builder = ResultsBuilder(title)
     for ev in recorded:
@@ -62,6 +135,6 @@ def document(recorded: list[dict], title: str = "") -> dict:
     return builder.document()
 
 
-def read(path: str) -> list[dict]:
+def read(path: str) -> list:
     """The events of an events.jsonl file."""
     return ev_mod.read_jsonl(path)

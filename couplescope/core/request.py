@@ -10,57 +10,77 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 
 from couplescope import backends
 from couplescope.core import presets
 from couplescope.core.validation import validate_all
+from couplescope.protocol import options
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.spec import SPEC_KEYS, RunSpec, generic_label_parts
 from couplescope.workloads import catalogue
 
-DEFAULT_TELEMETRY_HZ = 10.0
+DEFAULT_TELEMETRY_HZ = options.get("telemetry_hz").default
 
 
-@dataclass
-class RunOptions:
-    """What a front end asks for: a preset or a model, lists to sweep, fields to override."""
+def _run_field(option):
+    return option.name, "object", field(default=option.default)
 
-    preset: str | None = None
-    model: str | None = None
-    backends: list[str] | None = None        # one variant per backend
-    hosts: list[str] | None = None           # one variant per host
-    sizes: list[int] | None = None           # one variant per size
-    overrides: dict = field(default_factory=dict)   # RunSpec field -> value the user set
-    export: str | None = None                # a parent directory for a new run directory
-    telemetry_hz: float = DEFAULT_TELEMETRY_HZ
-    memory_limit: str | None = None          # "16G", "none": what a variant may plan to use
 
+class _OptionsChecks:
     def __post_init__(self) -> None:
         unknown = set(self.overrides) - set(SPEC_KEYS)
         if unknown:
             raise ValueError(f"not RunSpec fields: {', '.join(sorted(unknown))}")
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """What a run measures and where it goes: the one input of couplescope.core.pipeline."""
+#: What a front end asks for: a preset or a model, lists to sweep, RunSpec fields to
+#: override, and the run options (couplescope.protocol.options: export, telemetry_hz,
+#: memory_limit, ...) as fields of their own, None where the user left them to the preset
+#: or the default.
+RunOptions = make_dataclass("RunOptions", [
+    ("preset", "str | None", field(default=None)),
+    ("model", "str | None", field(default=None)),
+    ("backends", "list | None", field(default=None)),     # one variant per backend
+    ("hosts", "list | None", field(default=None)),        # one variant per host
+    ("sizes", "list | None", field(default=None)),        # one variant per size
+    ("overrides", "dict", field(default_factory=dict)),   # RunSpec field -> value the user set
+    *[(o.name, "object", field(default=None)) for o in options.RUN_OPTIONS],
+], bases=(_OptionsChecks,))
+RunOptions.__module__ = __name__
 
-    title: str
-    specs: tuple
-    export: str | None = None
-    telemetry_hz: float = DEFAULT_TELEMETRY_HZ
-    preset: str | None = None
-    #: what the user should know before the run (a variant falling back to the python host)
-    notes: tuple = ()
-    #: the memory a variant may plan to use ("16G", "none"; None: half of what is available)
-    memory_limit: str | None = None
 
+class _RequestMethods:
     def worker_env(self) -> dict:
         """What every worker of this request is told (couplescope.protocol.contract)."""
         from couplescope.protocol.contract import MEMORY_LIMIT_ENV
 
         return {MEMORY_LIMIT_ENV: self.memory_limit} if self.memory_limit else {}
+
+
+#: What a run measures and where it goes: the one input of couplescope.core.pipeline. Its
+#: run options (export, telemetry_hz, memory_limit, ...) are fields, checked and with the
+#: preset's values and the defaults applied.
+RunRequest = make_dataclass("RunRequest", [
+    ("title", "str"),
+    ("specs", "tuple"),
+    ("preset", "str | None", field(default=None)),
+    #: what the user should know before the run (a variant falling back to the python host)
+    ("notes", "tuple", field(default=())),
+    *[_run_field(o) for o in options.RUN_OPTIONS],
+], bases=(_RequestMethods,), frozen=True)
+RunRequest.__module__ = __name__
+
+
+def run_settings(given: dict, preset_settings: dict | None = None) -> dict:
+    """Every run option's value: the user's, else the preset's, else the default; checked."""
+    settings = {}
+    for option in options.RUN_OPTIONS:
+        value = given.get(option.name)
+        if value is None and preset_settings:
+            value = preset_settings.get(option.name)
+        settings[option.name] = option.default if value is None else option.check(value)
+    return settings
 
 
 def split_list(text, convert=str) -> list | None:
@@ -76,25 +96,24 @@ def split_list(text, convert=str) -> list | None:
         raise UsageError(f"'{text}' is not a whole number or a comma list of them") from None
 
 
-def build(options: RunOptions) -> RunRequest:
+def build(asked: RunOptions) -> RunRequest:
     """The variants of a preset and/or a model, swept over backends and sizes, with the
     overrides applied, named, checked, and refused when an option applies to nothing."""
-    from couplescope.core.telemetry.sampler import check_rate
-
-    if options.preset:
-        _, base = presets.read(presets.locate(options.preset))
-        title = os.path.basename(options.preset).removesuffix(".toml")
-    elif options.model:
-        base, title = [{}], os.path.basename(options.model)
+    preset_settings = {}
+    if asked.preset:
+        _, base, preset_settings = presets.read(presets.locate(asked.preset), expand_sizes=not asked.sizes)
+        title = os.path.basename(asked.preset).removesuffix(".toml")
+    elif asked.model:
+        base, title = [{}], os.path.basename(asked.model)
     else:
         raise UsageError("nothing to run: give --preset NAME or --model NAME (see --list), "
                          "or --tui for the interactive app")
-    overrides = dict(options.overrides)
-    if options.model:
-        overrides["model"] = options.model
-    sweep_backends = options.backends or [None]
-    sizes = options.sizes or [None]
-    hosts = options.hosts or [None]
+    overrides = dict(asked.overrides)
+    if asked.model:
+        overrides["model"] = asked.model
+    sweep_backends = asked.backends or [None]
+    sizes = asked.sizes or [None]
+    hosts = asked.hosts or [None]
     specs = []
     for variant, backend, size, host in itertools.product(base, sweep_backends, sizes, hosts):
         d = {**variant, **overrides}
@@ -111,37 +130,30 @@ def build(options: RunOptions) -> RunRequest:
         if len(sweep_backends) > 1 and d.get("name"):
             d["name"] = f"{d['name']}-{backend}"
         specs.append(presets.to_spec(d))
-    refuse_options_that_apply_to_nothing(options.overrides, specs)
-    validate_all(specs, options.preset)
+    refuse_options_that_apply_to_nothing(asked.overrides, specs)
+    validate_all(specs, asked.preset)
     specs, notes = resolve_hosts(specs)
-    return RunRequest(title=title, specs=tuple(named(specs)), export=options.export,
-                      telemetry_hz=check_rate(options.telemetry_hz), preset=options.preset,
-                      notes=notes, memory_limit=check_memory_limit(options.memory_limit))
+    given = {o.name: getattr(asked, o.name) for o in options.RUN_OPTIONS}
+    return RunRequest(title=title, specs=tuple(named(specs)), preset=asked.preset, notes=notes,
+                      **run_settings(given, preset_settings))
 
 
-def check_memory_limit(text: str | None) -> str | None:
-    """--memory-limit as given, once it reads as a size or none (UsageError otherwise)."""
-    if text is None:
-        return None
-    from couplescope.protocol.sizes import parse_bytes
-
-    parse_bytes(text)
-    return str(text).strip()
-
-
-def from_specs(specs, title: str = "", export: str | None = None,
-               telemetry_hz: float = 0.0, memory_limit: str | None = None) -> RunRequest:
-    """A request for RunSpecs made in code (the library API): named and checked."""
-    from couplescope.core.telemetry.sampler import check_rate
-
+def from_specs(specs, title: str = "", **settings) -> RunRequest:
+    """A request for RunSpecs made in code (the library API): named and checked. `settings`
+    are run options (couplescope.protocol.options: export, telemetry_hz, memory_limit, ...);
+    the library's telemetry is off unless asked for."""
+    unknown = set(settings) - {o.name for o in options.RUN_OPTIONS}
+    if unknown:
+        raise UsageError(f"not run options: {', '.join(sorted(unknown))}; valid: "
+                         f"{', '.join(o.name for o in options.RUN_OPTIONS)}")
     specs = [specs] if isinstance(specs, RunSpec) else list(specs)
     if not specs:
         raise UsageError("nothing to run: give at least one RunSpec")
     validate_all(specs)
     specs, notes = resolve_hosts(specs)
-    return RunRequest(title=title or specs[0].model, specs=tuple(named(specs)), export=export,
-                      telemetry_hz=check_rate(telemetry_hz), notes=notes,
-                      memory_limit=check_memory_limit(memory_limit))
+    settings.setdefault("telemetry_hz", 0.0)
+    return RunRequest(title=title or specs[0].model, specs=tuple(named(specs)), notes=notes,
+                      **run_settings(settings))
 
 
 def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:
@@ -171,21 +183,23 @@ def named(specs: list[RunSpec]) -> list[RunSpec]:
 
 
 def refuse_options_that_apply_to_nothing(overrides: dict, specs) -> None:
-    """An option no variant uses would be silently ignored: say so instead."""
+    """An option no variant reads would be silently ignored: say so instead. Which
+    backends (and tasks) read an option is its declaration's (protocol/options.py)."""
     if "input_shape" in overrides and not any(catalogue.is_user_model(s.model) for s in specs):
         raise UsageError("--input-shape applies to a .pt or .py model; catalogue models build their "
                          "own inputs (use --size)")
-    readers: dict[str, list[str]] = {}   # backend-specific field -> backends that read it
-    for name in backends.names():
-        for key in backends.get(name).reads:
-            readers.setdefault(key, []).append(name)
-    read = set()
-    for spec in specs:
-        backend = backends.get(spec.backend)
-        read.update(backend.reads, backend.coupling_backend(spec).reads)
-    unused: dict[tuple, list[str]] = {}
     for key in overrides:
-        if key in readers and key not in read:
-            unused.setdefault(tuple(readers[key]), []).append(f"--{key.replace('_', '-')}")
-    for owners, options in unused.items():
-        raise UsageError(f"{', '.join(options)} applies to --backend {' or '.join(owners)}")
+        option = options.BY_NAME.get(key)
+        if option is None or (option.backends is None and option.tasks is None):
+            continue
+        if any(option.applies_to(backend_names(spec), getattr(spec, "task", None)) for spec in specs):
+            continue
+        if option.backends is not None:
+            raise UsageError(f"{option.flag} applies to --backend {' or '.join(option.backends)}")
+        raise UsageError(f"{option.flag} applies to --task {' or '.join(option.tasks)}")
+
+
+def backend_names(spec) -> tuple[str, ...]:
+    """The backend of a variant and the one its processes run (mpi: its inner backend)."""
+    backend = backends.get(spec.backend)
+    return (spec.backend, backend.coupling_backend(spec).name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import sys
 import threading
 
 from couplescope.protocol import events, scratch
-from couplescope.protocol.contract import PARENT_PID_ENV, is_worker_argv, worker_argv
+from couplescope.protocol.contract import NATIVE_MODULE_ENV, PARENT_PID_ENV, is_worker_argv, worker_argv
 
 
 #: run before a launcher (mpiexec, srun): ask the kernel for SIGTERM when this process dies
@@ -57,40 +58,81 @@ def worker_command(spec) -> list[str]:
     """The command that runs one variant; a backend may wrap it (mpiexec ...)."""
     from couplescope import backends
 
-    return backends.get(spec.backend).command(spec, worker_argv(sys.executable, spec.to_dict()))
+    return backends.get(spec.backend).launcher(spec).command(spec, worker_argv(sys.executable, spec.to_dict()))
 
 
 def backend_env(spec) -> dict:
     """Variables the backend's launch needs (Open MPI run as root)."""
     from couplescope import backends
 
-    return backends.get(spec.backend).env(spec)
+    return backends.get(spec.backend).launcher(spec).env(spec)
 
 
-def prepare_launch(spec, emit) -> None:
-    """What must exist before a variant's worker starts: the native host, compiled on first
-    use (in a subprocess: this process never imports torch). Reports with host_build
-    events; raises NativeBuildError when the build fails."""
-    if spec.host != "native":
-        return
-    from couplescope.backends import native
+class LiveWorkers:
+    """Real workers: a `WorkerProcess` per variant (couplescope.core.workers, the seam).
 
-    directory = native.build_dir()
-    path, seconds = native.ensure_built(
-        lambda message: emit(events.make("host_build", spec.label, status="building",
-                                         directory=directory, message=message)))
-    if seconds is None:
-        emit(events.make("host_build", spec.label, status="cached", directory=directory))
-    else:
-        emit(events.make("host_build", spec.label, status="built", directory=directory,
-                         seconds=round(seconds, 3)))
+    One object per run: the native host's build key is worked out once, by the first
+    variant on the native host, and the module built (or found in the cache) then serves
+    every later one; workers are told where it is (NATIVE_MODULE_ENV) instead of working
+    the key out again, each of them, each MPI rank included."""
+
+    processes = True
+
+    def __init__(self, stderr_sink=None) -> None:
+        self._stderr_sink = stderr_sink
+        self._native: tuple[str, str] | None = None   # (build directory, module path)
+        self._native_failure: Exception | None = None
+
+    def prepare(self, spec, emit) -> None:
+        """The native host, compiled on first use (in a subprocess: this process never
+        imports torch), reported with host_build events; raises NativeBuildError when the
+        build fails (and again, without building again, for every later variant)."""
+        from couplescope.backends import native
+
+        if not native.used_by(spec):
+            return
+        if self._native_failure is not None:
+            raise self._native_failure
+        if self._native is not None:   # built for an earlier variant of this run
+            emit(events.make("host_build", spec.label, status="cached", directory=self._native[0]))
+            return
+        key = native.build_key()
+        directory = native.build_dir(key)
+        try:
+            path, seconds = native.ensure_built(
+                lambda message: emit(events.make("host_build", spec.label, status="building",
+                                                 directory=directory, message=message)), key=key)
+        except Exception as exc:
+            self._native_failure = exc
+            raise
+        self._native = (directory, path)
+        if seconds is None:
+            emit(events.make("host_build", spec.label, status="cached", directory=directory))
+        else:
+            emit(events.make("host_build", spec.label, status="built", directory=directory,
+                             seconds=round(seconds, 3)))
+
+    def env_for(self, spec) -> dict:
+        """What this run tells `spec`'s worker beside the listeners: the native module."""
+        from couplescope.backends import native
+
+        if self._native is not None and native.used_by(spec):
+            return {NATIVE_MODULE_ENV: self._native[1]}
+        return {}
+
+    def start(self, spec, env: dict) -> "WorkerProcess":
+        return WorkerProcess(spec, {**env, **self.env_for(spec)}, stderr_sink=self._stderr_sink)
+
+
+#: what torch's profiler (kineto) writes to stderr every time it starts and stops, whatever
+#: the model: trace markers that say nothing to the user, so they are neither shown as a
+#: module's output nor kept in <variant>.output.log (kineto's warnings and errors are)
+TORCH_MARKER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
 
 
 class WorkerProcess:
-    """One running variant. Iterate `events()`; `stop()` ends it; `returncode` after."""
-
-    #: called by the session before the worker starts (replayed workers have none)
-    prepare = staticmethod(prepare_launch)
+    """One running variant, a worker process (a couplescope.core.workers.WorkerHandle).
+    Iterate `events()`; `stop()` ends it; `returncode` after."""
 
     #: the last lines of what a worker printed that are kept for the user
     OUTPUT_LINES = 1000
@@ -123,6 +165,8 @@ class WorkerProcess:
         self._gave_up: str | None = None   # why the launch was abandoned (the failure's line)
         self._cleaned = False
         self._heard = threading.Event()    # the worker has written its first event
+        #: where its processes run (rank_info events), for a crash's line: "rank 1 on node n2"
+        self.placements: list[dict] = []
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
 
@@ -139,13 +183,15 @@ class WorkerProcess:
             if self._stderr_sink is not None:
                 self._stderr_sink(line)
             if not self._heard.is_set():
-                notice = backend.launcher_notice(self.spec, line)
+                notice = backend.launcher(self.spec).notice(self.spec, line)
                 if notice is not None:
                     self._notice(*notice)
 
     def _printed(self, line: str) -> None:
         """A line the worker printed (not an event): kept for a crash's reason and for the user."""
         line = line.rstrip("\n")
+        if TORCH_MARKER.match(line):
+            return
         with self._output_lock:
             self.stderr_tail.append(line)
             self.output.append(line)
@@ -175,6 +221,8 @@ class WorkerProcess:
                 if line.strip():
                     self._printed(line)
                 continue
+            if event["event"] == "rank_info":
+                self.placements.append(event)
             yield event
         self.proc.wait()
         self._drain.join(timeout=2)
@@ -189,7 +237,7 @@ class WorkerProcess:
         shutil.rmtree(self._scratch["TMPDIR"], ignore_errors=True)
         from couplescope import backends
 
-        backends.get(self.spec.backend).cleanup(self.spec)
+        backends.get(self.spec.backend).launcher(self.spec).cleanup(self.spec)
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the worker (and anything it started): SIGTERM to its group, then SIGKILL."""
@@ -218,6 +266,14 @@ class WorkerProcess:
     def returncode(self):
         return self.proc.returncode
 
+    def crash_kind(self) -> str:
+        """"lost" when the launcher says a node of the job failed, else "error"."""
+        from couplescope import backends
+
+        lost = backends.get(self.spec.backend).launcher(self.spec).lost_node(self.spec, list(self.stderr_tail),
+                                                                             self.placements)
+        return "lost" if lost else "error"
+
     def crash_reason(self, after: str = "") -> str:
         """One line for a worker that died without saying why; `after` says how far it got
         ("after warm-up iteration 2"), from the events the parent received."""
@@ -225,10 +281,10 @@ class WorkerProcess:
 
         if self._gave_up:
             return self._gave_up
-        reason = backends.get(self.spec.backend).crash_reason(self.spec, list(self.stderr_tail),
-                                                              self.proc.returncode)
+        launch = backends.get(self.spec.backend).launcher(self.spec)
+        reason = launch.crash_reason(self.spec, list(self.stderr_tail), self.proc.returncode, self.placements)
         if reason:
-            return reason
+            return f"{reason} ({after})" if after and self.crash_kind() == "lost" else reason
         tail = [line for line in self.stderr_tail if line.strip()]
         last = f"its last output: {tail[-1].strip()}" if tail else "it printed nothing"
         code = self.proc.returncode

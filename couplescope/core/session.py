@@ -4,34 +4,34 @@ This is the run's parent end, shared by every front end through couplescope.core
 Listeners (printer, exporters, telemetry sampler, the app) implement
 couplescope.protocol.listener.Listener. `stop()` may be called from another thread.
 
-The seam for fast tests is `start_worker`: a callable (spec, env) -> a worker with
-events(), stop(), pid, returncode and crash_reason(after); `output` and `output_total` (what
-it printed) when it has them. By default it starts a real worker
-process (couplescope.core.runner); couplescope.core.replay gives one that plays back a
-recorded events.jsonl, so the printer, exporters and the app are tested on real runs'
-events without starting torch.
+Workers come from a `Workers` (couplescope.core.workers, the seam): real worker processes
+by default (couplescope.core.runner.LiveWorkers); a recording played back
+(couplescope.core.replay) or events made up from the spec (couplescope.core.synthetic)
+let the printer, exporters and the app be tested without starting torch. Every event
+reaches the listeners typed (couplescope.protocol.events), the same object for all.
 """
 
 from __future__ import annotations
 
 import threading
 
-from couplescope.core.runner import WorkerProcess
+from couplescope.core.runner import LiveWorkers
+from couplescope.core.workers import WorkerHandle, Workers
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener  # noqa: F401  (re-exported for listeners)
 from couplescope.results.builder import ResultsBuilder
 
 
 class Session:
-    def __init__(self, specs, listeners=(), title: str = "", start_worker=None,
+    def __init__(self, specs, listeners=(), title: str = "", workers: Workers | None = None,
                  worker_env: dict | None = None) -> None:
         self.specs = list(specs)
         self.worker_env = dict(worker_env or {})   # for every worker (the memory limit)
         self.listeners = list(listeners)
-        self.start_worker = start_worker or WorkerProcess
+        self.workers: Workers = workers if workers is not None else LiveWorkers()
         self.builder = ResultsBuilder(title)
         self._stop = threading.Event()
-        self._current: WorkerProcess | None = None
+        self._current: WorkerHandle | None = None
         self._lock = threading.Lock()
         # emit() is called from the session thread and from listener threads (the telemetry
         # sampler): one event at a time reaches the builder and the listeners. Re-entrant so a
@@ -43,6 +43,7 @@ class Session:
 
     def emit(self, event: dict) -> None:
         """Record an event and pass it on (the parent's own events use this too). Thread-safe."""
+        event = events.typed(event)
         with self._emit_lock:
             self.builder.on_event(event)
             for listener in self.listeners:
@@ -63,7 +64,7 @@ class Session:
             for spec in self.specs:
                 if self._stop.is_set():
                     break
-                self._run_one(spec)
+                self.measure_variant(spec)
         except KeyboardInterrupt as exc:
             self._interrupted_by(exc)
         for listener in self.listeners:
@@ -77,13 +78,13 @@ class Session:
         if self.signal is None:
             self.signal = signum_of(exc)
 
-    def _emit_output(self, spec, proc) -> None:
+    def _emit_output(self, spec, proc: WorkerHandle) -> None:
         """What the worker printed (a user module's print()s), once it has ended: shown and
         saved after the measurements, never while a call is being timed."""
-        lines = list(getattr(proc, "output", ()))
+        lines = list(proc.output)
         if lines:
             self.emit(events.make("worker_output", spec.label, lines=lines,
-                                  total=max(getattr(proc, "output_total", 0), len(lines))))
+                                  total=max(proc.output_total, len(lines))))
 
     def _how_far(self, spec) -> str:
         """"after warm-up iteration 2": the last call the parent heard of, for a crash's line."""
@@ -96,25 +97,25 @@ class Session:
         kind = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}.get(last["kind"], last["kind"])
         return f"after {kind} iteration {last['index']}"
 
-    def _run_one(self, spec) -> None:
+    def measure_variant(self, spec) -> None:
+        """Measure one variant: prepare, start its worker, pass its events on until it ends.
+        `run` calls it once per variant; rounds of the same variants would call it per round."""
         env = dict(self.worker_env)
         for listener in self.listeners:
             env.update(listener.worker_env(spec) or {})
-        prepare = getattr(self.start_worker, "prepare", None)
-        if prepare is not None:
-            try:
-                prepare(spec, self.emit)
-            except Exception as exc:   # a failed native build: this variant cannot run
-                self.emit(events.make("variant_failed", spec.label, reason=str(exc), kind="error",
-                                      traceback=""))
-                for listener in self.listeners:
-                    listener.variant_done(self.builder)
-                return
-        proc = self.start_worker(spec, env)
-        if hasattr(proc, "on_notice"):   # what the launch says that cannot wait (a pending step)
-            proc.on_notice = lambda message: self.emit(events.make(
-                "diagnostic", spec.label, level="warning", setting="launcher", message=message,
-                check="launch"))
+        try:
+            self.workers.prepare(spec, self.emit)
+        except Exception as exc:   # a failed native build: this variant cannot run
+            self.emit(events.make("variant_failed", spec.label, reason=str(exc), kind="error",
+                                  traceback=""))
+            for listener in self.listeners:
+                listener.variant_done(self.builder)
+            return
+        proc = self.workers.start(spec, env)
+        # what the launch says that cannot wait (a pending srun step)
+        proc.on_notice = lambda message: self.emit(events.make(
+            "diagnostic", spec.label, level="warning", setting="launcher", message=message,
+            check="launch"))
         with self._lock:
             self._current = proc
         if self._stop.is_set():  # stop() came while the worker was starting: it saw no process
@@ -124,14 +125,14 @@ class Session:
         ended = False
         try:
             for ev in proc.events():
-                ended = ended or ev["event"] in events.ENDINGS
+                ended = ended or ev.event in events.ENDINGS
                 self.emit(ev)
         except KeyboardInterrupt as exc:
             self._interrupted_by(exc)
             self._stop.set()
             proc.stop()
             for ev in proc.events():  # the worker's last words: it reports being interrupted
-                ended = ended or ev["event"] in events.ENDINGS
+                ended = ended or ev.event in events.ENDINGS
                 self.emit(ev)
         finally:
             with self._lock:
@@ -142,9 +143,10 @@ class Session:
         self._emit_output(spec, proc)
         if not ended:
             interrupted = self._stop.is_set()
+            crashed = "interrupted" if interrupted else getattr(proc, "crash_kind", lambda: "error")()
             self.emit(events.make("variant_failed", spec.label,
                                   reason="interrupted" if interrupted else proc.crash_reason(self._how_far(spec)),
-                                  kind="interrupted" if interrupted else "error", traceback=""))
+                                  kind=crashed, traceback=""))
         for listener in self.listeners:
             listener.variant_done(self.builder)
         if self.interrupted:

@@ -5,11 +5,13 @@
                 benchmarks' picture); log axes when a range spans 10x or more
   distributions one horizontal box per variant over its timed calls: box 25-75%,
                 whiskers 5-95% (one 10x outlier would otherwise flatten every box),
-                the outliers as dots (far ones cut off and counted), the median
-                written beside it
+                the outliers as dots (far ones cut off, counted and marked), the
+                medians in a column right of the axes (no cap or flier covers them)
   series        one variant's timed calls in order, phases stacked (marshal_in,
                 forward, marshal_out ...; "other" is the call time no phase covers);
                 calls far above the rest are cut off and counted (axis_top)
+  losses        --task train: every step's loss against the step, one line per variant,
+                on a log axis (a loss falls by decades as a model learns)
 
 Times are plotted in seconds and labelled by an engineering formatter, so every axis
 reads in the unit its data calls for (ns, µs, ms, s). Only matplotlib's object API is
@@ -18,11 +20,16 @@ used (no pyplot state), and only from couplescope.export.plots, which imports it
 
 from __future__ import annotations
 
+import textwrap
+
 from couplescope.results import stats
 
-PHASE_ORDER = ("marshal_in", "h2d", "forward", "d2h", "marshal_out", "load")
+PHASE_ORDER = ("marshal_in", "h2d", "zero_grad", "forward", "loss", "backward", "allreduce", "step",
+               "replay", "d2h", "marshal_out", "load")
 PHASE_COLORS = {"marshal_in": "tab:cyan", "h2d": "tab:purple", "forward": "tab:green", "d2h": "tab:olive",
-                "marshal_out": "tab:blue", "load": "tab:red", "other": "tab:gray"}
+                "marshal_out": "tab:blue", "load": "tab:red", "other": "tab:gray",
+                "zero_grad": "lightgray", "loss": "gold", "backward": "tab:orange", "allreduce": "tab:brown",
+                "step": "tab:pink", "replay": "darkgreen"}
 #: a range at least this wide (max / min) gets a log axis
 LOG_RANGE = 10.0
 
@@ -90,8 +97,21 @@ def axis_top(values: list[float]) -> float:
     return min(ordered[-1], median + 4 * spread)
 
 
-def distributions(ax, labels: list[str], times: list[list[float]], colors: list[str]) -> None:
-    """One horizontal box per variant, the first at the top."""
+def shown_high(values: list[float]) -> float:
+    """The slowest call a distribution shows: its whisker, or its slowest call within
+    axis_top (calls beyond are cut off and counted)."""
+    top = axis_top(values)
+    return max(whisker_high(values), max(v for v in values if v <= top))
+
+
+def distributions(ax, labels: list[str], times: list[list[float]], colors: list[str]):
+    """One horizontal box per variant, the first at the top; returns the axis that holds
+    the medians (a column right of the boxes, one per row).
+
+    The medians are written outside the axes, so no whisker cap or flier can run over
+    them and the axis needs no room for text: it ends at the slowest call shown. Calls
+    beyond a variant's axis_top are cut off: counted in its median's line and marked by
+    an arrow at the right edge."""
     positions = list(range(len(times), 0, -1))
     parts = ax.boxplot(times, orientation="horizontal", positions=positions, whis=(5, 95), widths=0.6,
                        patch_artist=True, tick_labels=labels, manage_ticks=True,
@@ -101,33 +121,51 @@ def distributions(ax, labels: list[str], times: list[list[float]], colors: list[
         box.set_facecolor(color)
         box.set_alpha(0.55)
     low = min(min(t) for t in times)
-    high = max(max(whisker_high(t), axis_top(t)) for t in times)
+    high = max(shown_high(t) for t in times)
     _time_axis(ax.xaxis, low, high)
-    left, right = _with_room(ax, low, high)
+    left, right = _margins(ax, low, high)
     ax.set_xlim(left, right)
+    notes = []
     for y, values in zip(positions, times):
         ordered = sorted(values)
         beyond = sum(1 for v in ordered if v > right)
         note = f"{seconds_text(stats.percentile(ordered, 50))}  (n={len(values)}"
-        note += f", {beyond} off the axis)" if beyond else ")"
-        ax.annotate(note, (whisker_high(values), y), xytext=(6, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+        notes.append(note + (f", {beyond} off the axis)" if beyond else ")"))
+        if beyond:
+            ax.plot([0.988], [y], marker=">", markersize=5, color="black", linestyle="none",
+                    transform=ax.get_yaxis_transform(), clip_on=False)
+    medians = ax.secondary_yaxis("right")
+    medians.set_yticks(positions, notes)
+    medians.tick_params(axis="y", length=0, labelsize=8)
     ax.set_xlabel("time per call (timed iterations; warm-up and profiled left out)")
-    ax.set_title("distribution per variant: box 25-75%, whiskers 5-95%, median written", fontsize=10)
+    ax.set_title("distribution per variant: box 25-75%, whiskers 5-95%; median at the right", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3, which="both")
     ax.tick_params(axis="y", labelsize=8)
+    return medians
 
 
-def _with_room(ax, low: float, high: float) -> tuple[float, float]:
-    """x limits from the data, with space right of the longest whisker for its label."""
+def _margins(ax, low: float, high: float) -> tuple[float, float]:
+    """x limits from the data with a little space either side (the labels are outside)."""
     if ax.get_xscale() == "log":
-        return low / 1.3, high * 4.0
-    left = max(0.0, low - (high - low) * 0.05)
-    return left, high + (high - left) * 0.3
+        return low / 1.08, high * 1.08
+    pad = (high - low) * 0.03 or high * 0.05
+    return max(0.0, low - pad), high + pad
 
 
-def series(ax, title: str, steps: list[dict], first_warmup: float | None) -> list[str]:
-    """Phases stacked per timed call; returns the layer names drawn (for the legend)."""
+def wrapped(title: str, width: int) -> list[str]:
+    """A panel title's lines of at most `width` characters, broken at spaces only (a
+    variant's name stays whole)."""
+    return textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False) or [title]
+
+
+def series(ax, title: str, steps: list[dict], first_warmup: float | None, xlabel: bool = True,
+           title_width: int = 60) -> list[str]:
+    """Phases stacked per timed call; returns the layer names drawn (for the legend).
+    `xlabel`: name the x axis (the figure names it under the lowest panel of a column);
+    `title_width`: the characters a title line may take before it wraps (at spaces only:
+    two runs' long labels side by side ran into each other)."""
+    from matplotlib.ticker import MaxNLocator
+
     n = len(steps)
     xs = list(range(1, n + 1))
     names = [p for p in PHASE_ORDER if any(p in s.get("phases", {}) for s in steps)]
@@ -136,7 +174,11 @@ def series(ax, title: str, steps: list[dict], first_warmup: float | None) -> lis
     if any(other):
         names.append("other")
         layers.append(other)
-    kwargs = {"step": "mid"} if n <= 60 else {}
+    kwargs = {}
+    if n <= 60:   # one bar a call, call k from k - 0.5 to k + 0.5 (the first and last whole too)
+        xs = [k - 0.5 for k in xs] + [n + 0.5]
+        layers = [layer + layer[-1:] for layer in layers]
+        kwargs = {"step": "post"}
     ax.stackplot(xs, *layers, colors=[PHASE_COLORS.get(p, "tab:gray") for p in names], alpha=0.85,
                  linewidth=0, **kwargs)
     ordered = sorted(s["seconds"] for s in steps)
@@ -146,14 +188,46 @@ def series(ax, title: str, steps: list[dict], first_warmup: float | None) -> lis
     cut = sum(1 for v in ordered if v > top)
     ax.set_ylim(0, top * 1.08)
     ax.set_xlim(0.5, n + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # calls are counted: no call 1.5
     ax.yaxis.set_major_formatter(time_formatter())
     ax.tick_params(labelsize=7)
     notes = [f"median {seconds_text(median)}"]
     if first_warmup is not None:
         notes.append(f"warm-up {seconds_text(first_warmup)}")
-    ax.set_title(f"{title}\n{', '.join(notes)}", fontsize=8)
+    ax.set_title("\n".join(wrapped(title, title_width) + [", ".join(notes)]), fontsize=8)
     if cut:
         ax.text(0.99, 0.97, f"{cut} off the top", transform=ax.transAxes, ha="right", va="top", fontsize=7,
                 bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
     ax.grid(True, axis="y", alpha=0.3)
+    if xlabel:
+        ax.set_xlabel("timed call", fontsize=8)
     return names
+
+
+def losses(ax, lines: list[dict]) -> None:
+    """lines: {label, color, steps, losses} per training variant: the loss after each step
+    (warm-up steps first, then the timed ones), on a log axis; a loss that was not finite
+    ends its line, marked with an x."""
+    import math
+
+    drawn = False
+    for line in lines:
+        points = [(s, v) for s, v in zip(line["steps"], line["losses"]) if v is not None]
+        finite = [(s, v) for s, v in points if math.isfinite(v) and v > 0]
+        if not finite:
+            continue
+        xs, ys = zip(*finite)
+        ax.plot(xs, ys, color=line["color"], linewidth=1.0, label=line["label"])
+        bad = [s for s, v in points if not math.isfinite(v)]
+        if bad:
+            ax.plot([bad[0]], [ys[-1]], marker="x", color=line["color"], markersize=8)
+        drawn = True
+    if drawn:
+        ax.set_yscale("log")
+        ax.legend(fontsize=7, loc="upper right", frameon=False)
+    ax.set_title("loss per training step (x: the loss stopped being finite)", fontsize=9)
+    ax.set_xlabel("step", fontsize=8)
+    ax.set_ylabel("loss", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, alpha=0.3)
+

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 
 from couplescope.export import plot_panels
-from couplescope.protocol.errors import UsageError
+from couplescope.protocol.errors import UsageError, WriteError
 from couplescope.results import labels, saved, sweeps
 
 SUMMARY_FILE = "summary.png"
@@ -42,6 +42,7 @@ class Entry:
     steps: list[dict]
     first_warmup: float | None
     color: str = "tab:blue"
+    run: str = ""
 
     @property
     def times(self) -> list[float]:
@@ -67,16 +68,22 @@ def entries(documents: list[dict]) -> list[Entry]:
                 continue
             warm = [it["seconds"] for it in v.get("iterations", []) if it.get("kind") == "warmup"]
             label = v["name"] if len(documents) == 1 else f"{run_label}: {v['name']}"
-            out.append(Entry(label, v, doc.get("environment") or {}, steps, warm[0] if warm else None))
+            out.append(Entry(label, v, doc.get("environment") or {}, steps, warm[0] if warm else None,
+                             run=run_label))
     _, distinct = labels.split_common([labels.describe(e.variant, e.environment) for e in out])
     for e, own in zip(out, distinct):
-        e.label = _with_what_sets_it_apart(e.label, own)
+        e.label = _with_what_sets_it_apart(e.label, e.variant, own)
     return out
 
 
-def _with_what_sets_it_apart(name: str, own: dict[str, str]) -> str:
-    """"bridge-python · bridge (eager)": a variant's name, and what sets it apart from the
-    others (backend, host, threads ...) unless its name already says so."""
+def _with_what_sets_it_apart(name: str, variant: dict, own: dict[str, str]) -> str:
+    """A variant's name as the tables show it ("bridge-python"), and after it what sets it
+    apart from the others (host, threads, torch ...) when the name does not say so:
+    "direct-torchscript · python host". The backend is left to the name when the name
+    mentions it: "bridge-python · bridge (eager)" said one thing twice, in two words."""
+    backend = str((variant.get("spec") or {}).get("backend", ""))
+    if backend and backend.lower() in name.lower():
+        own = {k: v for k, v in own.items() if k != "backend"}
     extra = labels.text(own, skip=("model", "size"))
     words = [w.strip("()") for w in extra.replace(",", " ").split()]
     if not extra or all(w.lower() in name.lower() for w in words):
@@ -84,15 +91,30 @@ def _with_what_sets_it_apart(name: str, own: dict[str, str]) -> str:
     return f"{name} · {extra}"
 
 
+def _series(items: list[Entry]) -> list[list[int]]:
+    """The sweeps among the variants, one series per run where two runs hold the same
+    sweep (`--plot base new` of a sweep)."""
+    return sweeps.series([e.variant for e in items], [e.environment for e in items], [e.run for e in items])
+
+
 def _sweep_lines(items: list[Entry], groups: list[list[int]]) -> list[dict]:
-    """One line per series, labelled by what sets the series apart."""
+    """One line per series, named as its variants are (less the size); series of the same
+    name say what sets them apart: their run (two runs of one sweep), else what differs
+    (two runs' sweeps on two torch versions)."""
     firsts = [labels.describe(items[g[0]].variant, items[g[0]].environment) for g in groups]
-    common, distinct = labels.split_common(firsts)
+    _, distinct = labels.split_common(firsts)
+    names = [sweeps.series_name([items[i].variant for i in group]) for group in groups]
+    runs = [{items[i].run for i in group} for group in groups]
     lines = []
-    for group, own in zip(groups, distinct):
+    for group, name, own, run in zip(groups, names, distinct, runs):
+        twins = [r for n, r in zip(names, runs) if n == name]
+        if len(twins) > 1 and len(run) == 1 and sum(r == run for r in twins) == 1:
+            name = f"{next(iter(run))}: {name}"
+        elif len(twins) > 1 and labels.text(own, skip=("size",)):
+            name = f"{name} · {labels.text(own, skip=('size',))}"
         bands = [sweeps.band(items[i].times) for i in group]
-        lines.append({"label": labels.text(own, skip=("size",)) or labels.text(common, skip=("size",)),
-                      "color": items[group[0]].color, "sizes": [labels.size_of(items[i].variant) for i in group],
+        lines.append({"label": name, "color": items[group[0]].color,
+                      "sizes": [labels.size_of(items[i].variant) for i in group],
                       "low": [b[0] for b in bands], "median": [b[1] for b in bands], "high": [b[2] for b in bands]})
     return lines
 
@@ -131,28 +153,40 @@ def figure(documents: list[dict]):
         raise UsageError("nothing to plot: no variant in "
                          f"{', '.join(str(d.get('source') or d.get('title')) for d in documents)} has timed iterations")
     variants = [e.variant for e in items]
-    groups = sweeps.series(variants, [e.environment for e in items])
+    groups = _series(items)
     _color(items, groups)
     series_items = items[:MAX_SERIES_PANELS]
     columns = 1 if len(series_items) == 1 else 2 if len(series_items) in (2, 4) else 3
     series_rows = -(-len(series_items) // columns)
-    heights = ([3.4] if groups else []) + [max(1.9, 0.34 * len(items) + 1.2), 0.3] + [2.0] * series_rows
-    fig = Figure(figsize=(WIDTH_INCHES, sum(heights) + 0.9), dpi=DPI, layout="constrained")
-    grid = fig.add_gridspec(len(heights), columns, height_ratios=heights)
+    width = _title_width(columns)
+    title_lines = max(len(plot_panels.wrapped(e.label, width)) for e in series_items)
+    trained = _loss_lines(items)
+    top = ([3.4] if groups else []) + [max(1.9, 0.34 * len(items) + 1.2)] + ([3.0] if trained else [])
+    bottom = [0.3] + [2.0 + 0.15 * (title_lines - 1)] * series_rows
+    fig = Figure(figsize=(WIDTH_INCHES, sum(top) + sum(bottom) + 0.9), dpi=DPI, layout="constrained")
+    # two subfigures: the calls panels take the whole width, not what the long variant
+    # labels left of the boxes leave over
+    upper, lower = fig.subfigures(2, 1, height_ratios=[sum(top), sum(bottom)])
+    grid = upper.add_gridspec(len(top), 1, height_ratios=top)
     row = 0
     if groups:
         models = {labels.describe(v)["model"] for v in variants}
-        plot_panels.sweep(fig.add_subplot(grid[row, :]), _sweep_lines(items, groups),
+        plot_panels.sweep(upper.add_subplot(grid[row, 0]), _sweep_lines(items, groups),
                           f"{next(iter(models))} size" if len(models) == 1 else "size")
         row += 1
-    plot_panels.distributions(fig.add_subplot(grid[row, :]), [e.label for e in items], [e.times for e in items],
+    plot_panels.distributions(upper.add_subplot(grid[row, 0]), [e.label for e in items], [e.times for e in items],
                               [e.color for e in items])
-    legend_ax = fig.add_subplot(grid[row + 1, :])
+    if trained:
+        plot_panels.losses(upper.add_subplot(grid[row + 1, 0]), trained)
+    grid = lower.add_gridspec(len(bottom), columns, height_ratios=bottom)
+    legend_ax = lower.add_subplot(grid[0, :])
     legend_ax.axis("off")
     drawn: list[str] = []
     for k, e in enumerate(series_items):
-        ax = fig.add_subplot(grid[row + 2 + k // columns, k % columns])
-        drawn += [p for p in plot_panels.series(ax, e.label, e.steps, e.first_warmup) if p not in drawn]
+        ax = lower.add_subplot(grid[1 + k // columns, k % columns])
+        lowest = k + columns >= len(series_items)   # nothing under it in its column
+        drawn += [p for p in plot_panels.series(ax, e.label, e.steps, e.first_warmup, xlabel=lowest,
+                                                title_width=width) if p not in drawn]
     handles = [Patch(color=plot_panels.PHASE_COLORS[p], label=p) for p in drawn]
     note = ("timed calls in order (the first warm-up call's time in each title), phases stacked "
             "(other: call time outside any phase), dashed: median"
@@ -162,6 +196,28 @@ def figure(documents: list[dict]):
     head, where = _title(documents, items)
     fig.suptitle(f"{head}\n{where}", fontsize=11)
     return fig
+
+
+def _loss_lines(items: list[Entry]) -> list[dict]:
+    """The training variants' losses, step by step (warm-up steps, then timed ones; one rank's
+    under MPI), for the loss panel; empty when nothing trained."""
+    lines = []
+    for e in items:
+        measured = [it for it in e.variant.get("iterations", [])
+                    if it.get("loss") is not None and it.get("kind") in ("warmup", "timed")
+                    and it.get("rank") in (None, 0)]
+        if not measured:
+            continue
+        values = [float(it["loss"]) for it in measured]
+        lines.append({"label": e.label, "color": e.color, "steps": list(range(1, len(values) + 1)),
+                      "losses": values})
+    return lines
+
+
+def _title_width(columns: int) -> int:
+    """Characters of a calls panel's title (8 points, about 5.5 points a character) that
+    fit over its panel, `columns` panels to a row."""
+    return max(20, int(WIDTH_INCHES * 72 / columns / 5.5) - 4)
 
 
 def output_format(path: str) -> str:
@@ -185,8 +241,8 @@ def write(documents: list[dict], path: str) -> str:
         else:
             fig.savefig(tmp, format=fmt, dpi=DPI, metadata={"Date": None})
         os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    except OSError as exc:   # a full disk, no permission: not bad input (exit 3, not 2)
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -197,7 +253,10 @@ def _save_png(fig, path: str) -> None:
     """A PNG of at most PNG_COLORS colours: the flat fills and text of these figures lose
     nothing visible, and the file is a third of the size (a 12-variant sweep: 90 KB, not
     300 KB), which matters for pictures kept beside every run and committed in docs.
-    Pillow comes with matplotlib. No date is written: the same run draws the same bytes."""
+    The palette is chosen by maximum coverage: median cut gave a small box's colour to
+    a larger area's (a blue box came out teal, 48 levels off); maximum coverage keeps
+    every pixel within about 17 levels, in a file a little smaller still. Pillow comes
+    with matplotlib. No date is written: the same run draws the same bytes."""
     import io
 
     from PIL import Image
@@ -206,7 +265,7 @@ def _save_png(fig, path: str) -> None:
     fig.savefig(buffer, format="png", dpi=DPI)
     buffer.seek(0)
     with Image.open(buffer) as image:
-        image.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.MEDIANCUT,
+        image.convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.MAXCOVERAGE,
                                       dither=Image.Dither.NONE).save(path, format="PNG", optimize=True)
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import time
 
+from couplescope.export.disk_full import EventsFile, Reserve, remove_quietly
 from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
@@ -76,11 +77,14 @@ def readable_json(document: dict) -> str:
 def write_json_atomic(path: str, document: dict) -> None:
     """Write, fsync, rename: readers see the old file or the new one, never half of one.
     A failed write (a full disk) leaves no temporary file behind and raises OSError."""
+    write_text_atomic(path, readable_json(document) + "\n")
+
+
+def write_text_atomic(path: str, text: str) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(readable_json(document))
-            f.write("\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -92,11 +96,14 @@ def write_json_atomic(path: str, document: dict) -> None:
         raise
 
 
-def new_run_directory(parent: str, title: str) -> str:
-    """Create and return a fresh directory under `parent` (never an existing one)."""
+def new_run_directory(parent: str, title: str, started: float | None = None) -> str:
+    """Create and return a fresh directory under `parent` (never an existing one), named
+    by the run's start time (`started`, seconds since the epoch; default now): a run made
+    at 10:00 and exported at 11:00 is the 10:00 run."""
     os.makedirs(parent, exist_ok=True)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-")[:60] or "run"
-    base = os.path.join(parent, f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
+    base = os.path.join(parent, f"{stamp}-{slug}")
     for n in range(1, 1000):
         path = base if n == 1 else f"{base}-{n}"
         try:
@@ -112,44 +119,80 @@ class RunDirectoryExporter(Listener):
 
     A write that fails (a full disk, a quota, a vanished mount) never ends the run and
     never loses what is in memory: the failure is said once (a `log` event, which the
-    printer and the app show), events.jsonl stops, results.json is still attempted after
-    every variant (space may have come back), no temporary file is left, and `failure`
-    says what could not be written (the command then exits 3)."""
+    printer and the app show), results.json comes first (couplescope.export.disk_full: room
+    is held for it, and an unfinished events.jsonl gives its room up for it), a file that
+    could not be finished is removed rather than left cut short, `missing` names what is
+    not in the run directory and `failure` says why (the command then exits 3). Other
+    exporters report the files they could not write with `lost()`."""
 
     def __init__(self, parent: str, title: str, announce=None) -> None:
         self.parent = check_writable(parent)
         self.title = title
         self.path: str | None = None
         self._pending: list[dict] = []
-        self._events_file = None
+        self._events: EventsFile | None = None
+        self._reserve: Reserve | None = None
         self._announce = announce
         self.on_created: list = []  # callbacks(path), for exporters that add files
         self._unwritten = True      # events results.json has not seen yet
+        self._create_failed = False
         self.session = None
-        #: what could not be written, in one line (None while everything was)
-        self.failure: str | None = None
-        self._events_failed = False
+        #: when the run started (its directory's name), set when the session starts
+        self.started: float | None = None
+        self._first_failure: str | None = None
+        self._results_failure: str | None = None
+        #: the run directory's files that are not there, relative to it, in the order lost
+        self.missing: list[str] = []
+
+    @property
+    def failure(self) -> str | None:
+        """Why results.json is not there, else what could not be written first, in one
+        line; None while everything was written."""
+        if "results.json" in self.missing and self._results_failure:
+            return self._results_failure
+        return self._first_failure
 
     def attach(self, session) -> None:
         self.session = session
+        self.started = time.time()
 
-    def _failed(self, what: str, exc: OSError) -> None:
-        reason = exc.strerror or str(exc)
-        first = self.failure is None
-        self.failure = f"cannot write {what}: {reason}"
-        if first and self.session is not None:
-            self.session.emit(events.make("log", "", message=f"export: {self.failure}; the run goes on "
+    def _failed(self, what: str, exc: OSError | str) -> None:
+        line = f"cannot write {what}: {exc if isinstance(exc, str) else exc.strerror or exc}"
+        if what.endswith("results.json"):
+            self._results_failure = line
+        if self._first_failure is not None:
+            return
+        self._first_failure = line
+        if self.session is not None:
+            self.session.emit(events.make("log", "", message=f"export: {line}; the run goes on "
                                           "and its statistics are printed, but the run directory "
-                                          "is incomplete"))
+                                          "is incomplete (what is missing is listed at the end)"))
+
+    def lost(self, name: str, exc: OSError | str | None = None) -> None:
+        """`name` (relative to the run directory) could not be written and is not there;
+        `exc` why (the error, or its words), unless it was said already."""
+        if name not in self.missing:
+            self.missing.append(name)
+        if exc is not None:
+            self._failed(os.path.join(self.path or self.parent, name), exc)
+
+    def _found(self, name: str) -> None:
+        if name in self.missing:
+            self.missing.remove(name)
 
     def _create(self) -> None:
         try:
-            self.path = new_run_directory(self.parent, self.title)
-            self._events_file = open(os.path.join(self.path, "events.jsonl"), "a", encoding="utf-8")
+            self.path = new_run_directory(self.parent, self.title, self.started)
         except OSError as exc:
-            self._events_failed = True
-            self._failed(self.path or self.parent, exc)
+            self._create_failed = True
+            self._failed(self.parent, exc)
             return
+        self._reserve = Reserve(self.path)
+        self._reserve.claim()   # results.json's room, before anything else takes it
+        try:
+            self._events = EventsFile(os.path.join(self.path, "events.jsonl"))
+        except OSError as exc:
+            self.lost("events.jsonl", exc)
         for ev in self._pending:
             self._write(ev)
         self._pending.clear()
@@ -159,29 +202,17 @@ class RunDirectoryExporter(Listener):
             callback(self.path)
 
     def _write(self, ev: dict) -> None:
-        if self._events_failed:
+        if self._events is None:
             return
-        try:
-            self._events_file.write(events.dumps(ev) + "\n")
-            self._events_file.flush()
-        except OSError as exc:
-            self._events_failed = True
-            self._close_events()
-            self._failed(os.path.join(self.path, "events.jsonl"), exc)
-
-    def _close_events(self) -> None:
-        if self._events_file is not None:
-            try:
-                self._events_file.close()
-            except OSError:
-                pass   # what could not be flushed is already reported
-            self._events_file = None
+        error = self._events.append(events.dumps(ev) + "\n")
+        if error is not None:
+            self._failed(self._events.path, error)
 
     def on_event(self, event: dict) -> None:
         self._unwritten = True
         if self.path is None:
             self._pending.append(event)
-            if event["event"] == "model_loaded" and not self._events_failed:
+            if event["event"] == "model_loaded" and not self._create_failed:
                 self._create()
             return
         self._write(event)
@@ -189,28 +220,67 @@ class RunDirectoryExporter(Listener):
             self._write_output(event)
 
     def _write_output(self, ev: dict) -> None:
-        """A worker's printed lines, in <variant>.output.log (a failed write is reported like
-        any other; the lines stay in events.jsonl)."""
-        target = os.path.join(self.path, output_log_name(ev["variant"]))
+        """A worker's printed lines, in <variant>.output.log (a file that cannot be written
+        whole is removed; the lines stay in events.jsonl)."""
+        name = output_log_name(ev["variant"])
+        target = os.path.join(self.path, name)
         dropped = ev["total"] - len(ev["lines"])
         head = [f"({dropped} earlier lines were not kept)"] if dropped > 0 else []
         try:
             with open(target, "w", encoding="utf-8") as f:
                 f.write("\n".join(head + ev["lines"]) + "\n")
         except OSError as exc:
-            self._failed(target, exc)
+            remove_quietly(target)
+            self.lost(name, exc)
 
     def variant_done(self, builder) -> None:
         if self.path is None:
             return
+        saved = self._save_results(builder)
+        if self._reserve is not None:
+            self._reserve.claim()   # the next results.json's room first
+        if saved and self._events is not None:
+            self._events.finish()   # then lines that waited for room, if there is some now
+
+    def _save_results(self, builder) -> bool:
+        """results.json, replaced atomically; when there is no room, the reserve is given
+        back, then an events.jsonl that could not be finished is given up for it."""
         target = os.path.join(self.path, "results.json")
-        try:
-            write_json_atomic(target, builder.document())
+        text = readable_json(builder.document()) + "\n"
+        for make_room in (None, self._give_back_reserve, self._give_up_events):
+            if make_room is not None and not make_room():
+                continue
+            try:
+                write_text_atomic(target, text)
+            except OSError as exc:
+                error = exc
+                continue
             self._unwritten = False
-        except OSError as exc:
-            self._failed(target, exc)
+            self._found("results.json")
+            return True
+        self.lost("results.json", error)
+        return False
+
+    def _give_back_reserve(self) -> bool:
+        if self._reserve is None or not self._reserve.held:
+            return False
+        self._reserve.release()
+        return True
+
+    def _give_up_events(self) -> bool:
+        if self._events is None or self._events.complete or self._events.removed:
+            return False
+        self._events.remove()
+        self.lost("events.jsonl")
+        return True
 
     def session_done(self, builder) -> None:
-        if self._unwritten:   # events since the last variant's write (else it is current)
-            self.variant_done(builder)
-        self._close_events()
+        if self.path is not None and (self._unwritten or "results.json" in self.missing):
+            self._save_results(builder)   # events since the last variant's write
+        if self._reserve is not None:
+            self._reserve.release()
+        if self._events is not None:
+            if not self._events.removed and not self._events.finish():
+                self._events.remove()
+                self.lost("events.jsonl")
+            self._events.close()

@@ -9,6 +9,7 @@ run gets none: Ctrl-C (or a scheduler's SIGTERM) should end the command at once.
 
 from __future__ import annotations
 
+from couplescope.protocol.errors import WriteError
 from couplescope.protocol.listener import Listener
 
 
@@ -32,5 +33,8 @@ class SummaryPlot(Listener):
 
         try:
             self.path = plots.write_summary(self.exporter.path, builder.document())
+        except WriteError as exc:   # a full disk: the run directory lacks it (no part of it is left)
+            self.error = f"not written: {exc}"
+            self.exporter.lost(plots.SUMMARY_FILE, str(exc).rsplit(": ", 1)[-1])
         except Exception as exc:   # a picture must never cost the results
             self.error = f"not drawn: {type(exc).__name__}: {exc}"

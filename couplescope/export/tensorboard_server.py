@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 
+from couplescope.protocol import scratch
 from couplescope.protocol.contract import TRACE_SUFFIXES
 from couplescope.protocol.errors import UsageError
 
@@ -113,13 +114,27 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> None:
     proc.wait()
 
 
-def start(logdir: str, port: int, log_path: str) -> subprocess.Popen:
+def start(logdir: str, port: int, log_path: str, tmpdir: str | None = None) -> subprocess.Popen:
+    """TensorBoard with its temporary files in `tmpdir` (the profiler plugin's loader
+    processes leave pymp-* folders when they are ended rather than exiting: the caller
+    removes the folder once TensorBoard has stopped)."""
     log = open(log_path, "w", encoding="utf-8")
+    env = {**os.environ, "TMPDIR": tmpdir} if tmpdir else None
     try:
         return subprocess.Popen(command(logdir, port), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
     finally:
         log.close()
+
+
+def dashboard(logdir: str) -> tuple[str, str]:
+    """(the URL's fragment, what it shows): the profiler plugin where there are traces; a
+    run exported without profiling has only scalars, which the profiler plugin would list
+    no run for, so it opens on the Time Series dashboard."""
+    for _root, _dirs, files in os.walk(logdir):
+        if any(f.endswith(TRACE_SUFFIXES) for f in files):
+            return "pytorch_profiler", "traces"
+    return "timeseries", "per-iteration scalars, no profiler traces"
 
 
 def wait_until_up(proc: subprocess.Popen, port: int, log_path: str) -> None:
@@ -149,14 +164,22 @@ def serve(run_dir: str, port: int | None = None, out=None) -> int:
         port = free_port()
     else:
         check_port(port)
-    log_fd, log_path = tempfile.mkstemp(prefix="couplescope-tensorboard-", suffix=".log")
-    os.close(log_fd)
+    try:
+        folder = scratch.folder()   # its log and its TMPDIR, removed when it has stopped
+    except OSError as exc:
+        raise UsageError(f"cannot create a temporary directory in {tempfile.gettempdir()} "
+                         f"({exc.strerror or exc}); set TMPDIR to a writable directory") from None
+    log_path = os.path.join(folder, "tensorboard.log")
+    # multiprocessing names its sockets pymp-XXXXXXXX/listener-XXXXXXXX inside TMPDIR, and a
+    # socket's path has at most 107 bytes: a folder too deep for that keeps the user's TMPDIR
+    tmpdir = folder if len(folder) + len("/pymp-XXXXXXXX/listener-XXXXXXXX") < 107 else None
+    fragment, shows = dashboard(logdir)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     proc = None
     try:
-        proc = start(logdir, port, log_path)
+        proc = start(logdir, port, log_path, tmpdir)
         wait_until_up(proc, port, log_path)
-        out.write(f"TensorBoard: http://{HOST}:{port}/#pytorch_profiler  (traces in {logdir}; "
+        out.write(f"TensorBoard: http://{HOST}:{port}/#{fragment}  ({shows} in {logdir}; "
                   "Ctrl-C stops it)\n")
         out.flush()
         code = proc.wait()
@@ -170,10 +193,7 @@ def serve(run_dir: str, port: int | None = None, out=None) -> int:
         if proc is not None:
             stop(proc)
         signal.signal(signal.SIGTERM, previous)
-        try:
-            os.unlink(log_path)
-        except OSError:
-            pass
+        scratch.remove()
 
 
 def _interrupt(signum, frame):

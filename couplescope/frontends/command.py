@@ -14,8 +14,8 @@ import signal
 import sys
 
 from couplescope.frontends.cli.parser import _glue_pass_through, build_parser, options_from
-from couplescope.protocol.contract import EXIT_USAGE, exit_for_signal
-from couplescope.protocol.errors import UsageError
+from couplescope.protocol.contract import exit_code
+from couplescope.protocol.errors import UsageError, WriteError
 
 
 #: how the closing line names the signal that ended a run
@@ -33,25 +33,37 @@ def main(argv=None) -> int:
         if interactive:   # the app handles its signals in its own event loop
             from couplescope.frontends.tui import launch
 
-            return launch(options_from(args))
+            return launch(options_from(args), recording=_recording(args))
         with signals_end_the_run():
             return _dispatch(args)
-    except UsageError as exc:
+    except (UsageError, WriteError) as exc:
         if args.debug:
             raise
         print(f"couplescope: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        # a file that could not be written (a full disk) is not bad input: 3, as for a run
+        return exit_code(refused=isinstance(exc, UsageError), not_saved=isinstance(exc, WriteError))
     except KeyboardInterrupt as exc:   # before or after a run: Ctrl-C, SIGTERM, SIGHUP
         signum = signum_of(exc)
         try:
             print(f"couplescope: {ENDED_BY.get(signum, signal.Signals(signum).name)}", file=sys.stderr)
         except OSError:
             pass
-        return exit_for_signal(signum)
+        return exit_code(signal=signum)
     except BrokenPipeError:
         # the reader went away (`| head`): the worker was already ended; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return exit_code(output_lost=True)
+
+
+def _recording(args):
+    """--replay's recording (couplescope.core.replay.Recording), None without --replay."""
+    if not args.replay:
+        return None
+    from couplescope.core.replay import Recording
+    from couplescope.frontends.cli.parser import refuse_with_replay
+
+    refuse_with_replay(args)
+    return Recording.read(args.replay)
 
 
 def _dispatch(args) -> int:

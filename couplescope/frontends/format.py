@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 
+from couplescope.protocol import events
+
 
 def shows_output(spec: dict, finished: bool) -> bool:
     """Whether a front end shows what a variant's worker printed (a worker_output event).
 
     A user's module (--model mine.py) prints what its author wants to see; the worker of
-    couplescope's own models prints only torch's and the profiler's chatter (kineto's
-    profiler_start lines), worth showing only when the variant did not finish. Either way
+    couplescope's own models prints only torch's warnings (kineto's profiler_start markers
+    are dropped by core.runner), worth showing only when the variant did not finish. Either way
     the lines are kept in events.jsonl and, exported, in <variant>.output.log."""
     return str((spec or {}).get("model", "")).endswith(".py") or not finished
 
@@ -51,14 +53,15 @@ def compile_cell(status, compile_seconds) -> str:
 
 def compiled_line(ev: dict) -> str:
     """A model_compiled event in words, for the headless output and the app."""
-    what = ev.get("compiler", "the compiler")
-    if ev.get("status") == "cached":
-        return f"{what} package from the cache, compile 0 s: {ev.get('package')}"
-    text = f"compiled with {what} in {seconds(ev.get('seconds'))}"
-    if ev.get("export_seconds") is not None:
-        text += f" (torch.export {seconds(ev['export_seconds'])})"
-    if ev.get("package"):
-        text += f"; cached for later runs: {ev['package']}"
+    ev = events.typed(ev)
+    what = ev.compiler or "the compiler"
+    if ev.status == "cached":
+        return f"{what} package from the cache, compile 0 s: {ev.package}"
+    text = f"compiled with {what} in {seconds(ev.seconds)}"
+    if ev.export_seconds is not None:
+        text += f" (torch.export {seconds(ev.export_seconds)})"
+    if ev.package:
+        text += f"; cached for later runs: {ev.package}"
     elif what == "torch.compile":
         text += " (its first call, made during the load)"
     return text

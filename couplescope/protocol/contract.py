@@ -14,14 +14,18 @@ WORKER_MODULE = "couplescope.worker"
 
 #: where the parent wants a variant's trace files (a staging directory it moves later)
 TRACE_DIR_ENV = "COUPLESCOPE_TRACE_DIR"
-#: operators (as dispatched, summed over the recorded iterations) a trace may hold
-MAX_OPS_ENV = "COUPLESCOPE_PROFILE_MAX_OPS"
+#: the native host's compiled module, built (or found in the cache) by the parent once per
+#: run: a worker loads it instead of working out the build key again
+NATIVE_MODULE_ENV = "COUPLESCOPE_NATIVE_MODULE"
 #: the pid of the couplescope process that started a worker: a worker whose parent is gone
 #: ends itself (the worker's main), even under a launcher (mpiexec, srun) in between
 PARENT_PID_ENV = "COUPLESCOPE_PARENT_PID"
 #: how much memory a variant may plan to use (couplescope.worker.memory_check): "16G",
 #: "none" for no limit; unset: half of what is available
 MEMORY_LIMIT_ENV = "COUPLESCOPE_MEMORY_LIMIT"
+#: samples per second for the node samplers of a job whose ranks may run on other nodes
+#: (couplescope.probes.node); unset or 0: the ranks start none
+NODE_TELEMETRY_HZ_ENV = "COUPLESCOPE_NODE_TELEMETRY_HZ"
 #: torch.profiler's trace files, as tensorboard_trace_handler names them
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
@@ -32,6 +36,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NOT_SAVED = 3
+EXIT_NODE_LOST = 4
 EXIT_HANGUP = 129
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -41,6 +46,8 @@ EXIT_CODES = {
     EXIT_USAGE: "bad input (nothing was run, or the variant was refused)",
     EXIT_NOT_SAVED: "the results could not be written (a full disk, no permission); the "
                     "statistics were printed",
+    EXIT_NODE_LOST: "a node of a multi-node job failed mid-run (Slurm's node failure); what "
+                    "was measured is kept and the node and its ranks are named",
     EXIT_HANGUP: "the terminal went away (SIGHUP); what was measured is kept",
     EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C); what was measured is kept",
     EXIT_TERMINATED: "terminated (SIGTERM: a batch time limit, scancel, timeout); what was "
@@ -48,9 +55,44 @@ EXIT_CODES = {
 }
 
 
+#: the variants' outcomes (a results.builder verdict, or how a variant ended) that make a
+#: run fail, in the order they decide the code
+_OUTCOME_CODES = ((("stopped",), EXIT_INTERRUPTED), (("lost",), EXIT_NODE_LOST), (("usage",), EXIT_USAGE),
+                  (("failed", "error", "running"), EXIT_FAILED))
+
+
+def exit_code(*, signal: int | None = None, refused: bool = False, output_lost: bool = False,
+              not_saved: bool = False, outcomes=()) -> int:
+    """The exit code of the `couplescope` command: the one place it is decided, whichever
+    front end ran (the table above; docs/usage.md).
+
+    signal       the signal that ended the run: 128 + its number, whatever else happened
+    refused      bad input, refused before anything ran: 2
+    output_lost  the reader of stdout went away (`| head`): 1
+    not_saved    the results could not be written (a full disk): 3
+    outcomes     the variants' outcomes (results.builder's ResultsBuilder.outcomes): a
+                 stopped variant 130, a node of its job lost 4, bad input found in a worker 2,
+                 a failed check, a
+                 broken or unfinished variant 1; else 0
+    """
+    if signal is not None:
+        return 128 + int(signal)
+    if refused:
+        return EXIT_USAGE
+    if output_lost:
+        return EXIT_FAILED
+    if not_saved:
+        return EXIT_NOT_SAVED
+    found = set(outcomes)
+    for words, code in _OUTCOME_CODES:
+        if found.intersection(words):
+            return code
+    return EXIT_OK
+
+
 def exit_for_signal(signum: int) -> int:
     """The exit code of a run ended by signal `signum` (SIGINT 130, SIGTERM 143, SIGHUP 129)."""
-    return 128 + int(signum)
+    return exit_code(signal=signum)
 
 
 def worker_argv(python: str, spec_dict: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """Errors that mean "the user asked for something we cannot do".
 
-The CLI turns a UsageError into one line on stderr and exit code 2, with no traceback
-(`--debug` shows it). Anything else escaping is a bug and keeps its traceback.
+The CLI turns a UsageError into one line on stderr and exit code 2, and a WriteError into
+one line and exit code 3, with no traceback (`--debug` shows it). Anything else escaping is a bug and keeps its traceback.
 """
 
 
@@ -11,6 +11,12 @@ class UsageError(Exception):
     The message is one line that names the problem and, where there is a fixed set, the
     valid choices.
     """
+
+
+class WriteError(Exception):
+    """A file the user asked for could not be written (a full disk, no permission): one
+    line and exit code 3, as for a run whose results could not be written. Not bad input:
+    the same command succeeds once there is room."""
 
 
 def choices_text(choices) -> str:

@@ -32,7 +32,8 @@ EVENTS: dict[str, EventType] = {
     "run_started": EventType(
         "worker", "a variant's worker has started",
         {"spec": "the RunSpec as a dict", "environment": "versions, threads, CPU, host, pid"},
-        {"coupling": "the backend and what it runs, in words"}),
+        {"coupling": "the backend and what it runs, in words",
+         "label_parts": "the words the backend adds to a variant's name (the bridge's model, mpi's ranks)"}),
     "rank_info": EventType(
         "worker", "one per rank of a multi-process variant: where it runs",
         {"rank": "rank number", "world_size": "ranks in the job", "local_rank": "rank on its node",
@@ -40,7 +41,10 @@ EVENTS: dict[str, EventType] = {
          "cores": "cores it is bound to", "cores_text": "the same as text (0-2,5)",
          "host_cores": "cores of its host", "threads": "torch intra-op threads",
          "threads_from": "what set them", "interop_threads": "torch inter-op threads",
-         "device": "its device", "visible_devices": "CUDA devices it sees"}, {}),
+         "device": "its device", "visible_devices": "CUDA devices it sees"},
+        {"node": "its node: Slurm's node name, else the host name",
+         "node_cpus": "CPUs the job may use on its node", "node_cpus_from": "where that number came from",
+         "gpu_slot": "the GPU index its node-local rank maps to (local rank mod visible devices)"}),
     "model_loaded": EventType(
         "worker", "the model is loaded and the coupling is ready (the run directory appears now)",
         {"seconds": "load time (the slowest rank's)", "size": "the size parameter", "dtype": "dtype",
@@ -48,7 +52,9 @@ EVENTS: dict[str, EventType] = {
          "inputs": "host input shapes by name", "outputs": "host output shapes by name"},
         {"ranks": "ranks in the job", "per_rank_seconds": "load time per rank",
          "inner_backend": "the coupling each rank runs",
-         "torchscript": "the calls run a TorchScript module (false: eager Python, a user's module, AOTInductor)"}),
+         "torchscript": "the calls run a TorchScript module (false: eager Python, a user's module, AOTInductor)",
+         "training": "--task train: the learning task, optimizer, learning rate, loss, the gradient "
+                     "check's tolerance and the target shapes"}),
     "model_compiled": EventType(
         "worker", "the model was compiled before its load (aoti: torch.export + AOTInductor, or "
                   "its package found in the cache; the bridge's compiled model: torch.compile's "
@@ -63,20 +69,25 @@ EVENTS: dict[str, EventType] = {
          "seconds": "the whole call", "phases": "seconds per phase",
          "max_rel_error": "the check's error (NaN and inf as strings)", "passed": "the check passed",
          "error": "why the call failed (or null)"},
-        {"rank": "the rank that made the call (multi-process variants)"}),
+        {"rank": "the rank that made the call (multi-process variants)",
+         "loss": "--task train: the step's loss (the mean over the iteration's calls)"}),
     "iterations": EventType(
         "worker", "consecutive calls of one kind, measured back to back by the native host and "
-                  "each checked, as columns (one event per batch instead of one per call)",
+                  "each checked, as columns (one event per batch instead of one per call); or one "
+                  "rank's consecutive calls, sent together by rank 0 of a multi-process variant",
         {"kind": "warmup, timed or profiled", "first_index": "index of the first call (1-based)",
          "seconds": "the whole call, per call", "phases": "phase -> seconds per call (null: absent)",
          "max_rel_error": "the check's error per call (NaN and inf as strings)",
-         "passed": "the check passed, per call", "error": "why each call failed (or null)"}, {}),
+         "passed": "the check passed, per call", "error": "why each call failed (or null)"},
+        {"rank": "the rank that made the calls (multi-process variants)",
+         "loss": "--task train: each step's loss"}),
     "variant_finished": EventType(
         "worker", "the variant ran to its end",
-        {"summary": "what the worker adds to results.json (profile, trace_summary, ranks)"}, {}),
+        {"summary": "what the worker adds to results.json (profile, trace_summary, ranks, training)"}, {}),
     "variant_failed": EventType(
         "worker", "the variant ended early",
-        {"reason": "one line", "kind": "usage, error or interrupted", "traceback": "for kind error"}, {}),
+        {"reason": "one line", "kind": "usage, error, interrupted or lost (a node of the job failed)",
+         "traceback": "for kind error"}, {}),
     "trace_written": EventType(
         "parent", "a profiler trace was moved into the run directory",
         {"path": "absolute path of the file"},
@@ -86,8 +97,9 @@ EVENTS: dict[str, EventType] = {
         {"status": "building, built or cached", "directory": "the cache directory of this build"},
         {"seconds": "compile time (built)", "message": "what is happening, in words (building)"}),
     "telemetry": EventType(
-        "parent", "one CPU/GPU sample of the worker's process tree",
-        {"sample": "see docs/telemetry.md"}, {}),
+        "parent", "one CPU/GPU sample of the worker's process tree (the parent's), or of one "
+                  "node's ranks (a multi-node job's node sampler: sent by the worker)",
+        {"sample": "see docs/telemetry.md"}, {"node": "the node the sample was taken on"}),
     "diagnostic": EventType(
         "parent", "a warning about how the run uses the machine (ranks warn from the worker)",
         {"level": "warning", "message": "plain words", "setting": "the option to change"},
@@ -106,11 +118,159 @@ TYPES = tuple(EVENTS)
 ENDINGS = ("variant_finished", "variant_failed")
 
 
-def make(event: str, variant: str, **fields) -> dict:
+# -- the typed form -------------------------------------------------------------------------
+#
+# An event is its JSON object: a dict holding exactly what events.jsonl holds, so writing it
+# out, comparing it and reading it by key work as they always did. The class of each type is
+# generated from EVENTS and adds the table's fields as attributes (`ev.seconds`, `ev.variant`),
+# so a consumer names a field once, in the table, and a misspelt one fails loudly rather than
+# reading as missing. Optional fields read as None when absent. A few attributes go beyond the
+# JSON: `RunStarted.run_spec` (the spec as a RunSpec) and `calls` on `Iteration` and
+# `Iterations`: a batch's calls as `Iteration` events, expanded once, when the batch is parsed,
+# and shared by every consumer. Events are not changed once made.
+
+class Event(dict):
+    """One event of any type; `EVENT` is its type's name in the table."""
+
+    __slots__ = ()
+    EVENT = ""
+    #: the table's required and optional fields of this type
+    FIELDS: tuple = ()
+    OPTIONAL: tuple = ()
+
+    @property
+    def event(self) -> str:
+        """The event's type (a name in EVENTS)."""
+        return self["event"]
+
+    @property
+    def t(self) -> float:
+        return self["t"]
+
+    @property
+    def variant(self) -> str | None:
+        """The variant's name (None or "" for the run's own events)."""
+        return self.get("variant")
+
+    @property
+    def calls(self) -> tuple:
+        """The calls an event reports (`Iteration` events): none but for the two iteration types."""
+        return ()
+
+    def copy(self) -> "Event":
+        return type(self)(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+
+def _field(name: str, required: bool, doc: str) -> property:
+    if required:
+        return property(lambda self: self[name], doc=doc)
+    return property(lambda self: self.get(name), doc=f"{doc} (None when absent)")
+
+
+def _generate(event: str, *bases: type) -> type:
+    """The class of one event type, from its row in EVENTS."""
+    kind = EVENTS[event]
+    clash = [f for f in (*kind.fields, *kind.optional) if hasattr(dict, f) or hasattr(Event, f)]
+    if clash:   # a field named like a dict method would hide it (or be hidden)
+        raise TypeError(f"event {event!r}: field(s) {', '.join(clash)} clash with Event's attributes")
+    slots = tuple(slot for base in bases for slot in getattr(base, "CACHED", ()))
+    namespace = {"__slots__": slots, "__doc__": f"`{event}` ({kind.source}): {kind.doc}.", "EVENT": event,
+                 "FIELDS": tuple(kind.fields), "OPTIONAL": tuple(kind.optional)}
+    namespace.update({f: _field(f, True, doc) for f, doc in kind.fields.items()})
+    namespace.update({f: _field(f, False, doc) for f, doc in kind.optional.items()})
+    name = "".join(part.capitalize() for part in event.split("_"))
+    return type(name, (*bases, Event), namespace)
+
+
+# what some types add to their generated class (CACHED: the slots of values made once)
+
+class _RunStarted:
+    __slots__ = ()
+    CACHED = ("_run_spec",)
+
+    @property
+    def run_spec(self):
+        """The spec as a RunSpec (fields this couplescope does not know, from a recording made
+        by another version, are left out); `ev["spec"]` is the spec as written."""
+        try:
+            return self._run_spec
+        except AttributeError:
+            from couplescope.protocol.spec import SPEC_KEYS, RunSpec
+
+            spec = self["spec"]
+            self._run_spec = RunSpec.from_dict({k: v for k, v in spec.items() if k in SPEC_KEYS})
+            return self._run_spec
+
+
+class _Iteration:
+    __slots__ = ()
+
+    @property
+    def calls(self) -> tuple:
+        return (self,)
+
+
+class _Iterations:
+    __slots__ = ()
+    CACHED = ("_calls",)
+
+    @property
+    def calls(self) -> tuple:
+        """The batch's calls as `Iteration` events, exactly what a worker reporting every
+        call on its own would have written; made once (at parse) and shared."""
+        try:
+            return self._calls
+        except AttributeError:
+            self._calls = tuple(_expand(self))
+            return self._calls
+
+    @property
+    def last_index(self) -> int:
+        """The index of the batch's last call."""
+        return self["first_index"] + len(self["seconds"]) - 1
+
+
+_ADDED = {"run_started": (_RunStarted,), "iteration": (_Iteration,), "iterations": (_Iterations,)}
+
+#: event type -> its class, one for every row of EVENTS (the names below are for readers)
+CLASSES: dict[str, type] = {event: _generate(event, *_ADDED.get(event, ())) for event in EVENTS}
+
+RunStarted = CLASSES["run_started"]
+RankInfo = CLASSES["rank_info"]
+ModelLoaded = CLASSES["model_loaded"]
+ModelCompiled = CLASSES["model_compiled"]
+Iteration = CLASSES["iteration"]
+Iterations = CLASSES["iterations"]
+VariantFinished = CLASSES["variant_finished"]
+VariantFailed = CLASSES["variant_failed"]
+TraceWritten = CLASSES["trace_written"]
+HostBuild = CLASSES["host_build"]
+Telemetry = CLASSES["telemetry"]
+Diagnostic = CLASSES["diagnostic"]
+WorkerOutput = CLASSES["worker_output"]
+Log = CLASSES["log"]
+
+
+def typed(event: dict) -> Event:
+    """`event` in its typed form (itself when it already is one): for events that come as
+    plain dicts (from code that builds them by hand, or a JSON reader of its own)."""
+    if isinstance(event, Event):
+        return event
+    cls = CLASSES.get(event.get("event"))
+    if cls is None:
+        raise ValueError(f"unknown event type {event.get('event')!r}")
+    return cls(event)
+
+
+def make(event: str, variant: str, **fields) -> Event:
     """An event of a known type. The one constructor every producer uses."""
-    if event not in EVENTS:
+    cls = CLASSES.get(event)
+    if cls is None:
         raise ValueError(f"unknown event type {event!r}")
-    return {"event": event, "t": time.time(), "variant": variant, **fields}
+    return cls({"event": event, "t": time.time(), "variant": variant, **fields})
 
 
 def conforms(event: dict) -> str | None:
@@ -155,8 +315,9 @@ def dumps(event: dict) -> str:
 _SPECIAL = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
-def parse(line: str) -> dict | None:
-    """Return the event on a line, or None for a line that is not one (stray output)."""
+def parse(line: str) -> Event | None:
+    """The event on a line (typed; a batch's calls expanded), or None for a line that is not
+    one (stray output)."""
     line = line.strip()
     if not line.startswith("{"):
         return None
@@ -166,12 +327,17 @@ def parse(line: str) -> dict | None:
         return None
     if not isinstance(obj, dict) or obj.get("event") not in EVENTS:
         return None
-    if obj["event"] == "iteration" and isinstance(obj.get("max_rel_error"), str):
-        obj["max_rel_error"] = _SPECIAL.get(obj["max_rel_error"], float("nan"))
-    elif obj["event"] == "iterations" and isinstance(obj.get("max_rel_error"), list):
-        obj["max_rel_error"] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e
-                                for e in obj["max_rel_error"]]
-    return obj
+    if obj["event"] == "iteration":
+        for key in ("max_rel_error", "loss"):
+            if isinstance(obj.get(key), str):
+                obj[key] = _SPECIAL.get(obj[key], float("nan"))
+    elif obj["event"] == "iterations":
+        for key in ("max_rel_error", "loss"):
+            if isinstance(obj.get(key), list):
+                obj[key] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e for e in obj[key]]
+    event = CLASSES[obj["event"]](obj)
+    event.calls   # a batch is expanded here, once: every consumer reads the same calls
+    return event
 
 
 def iteration_columns(kind: str, first_index: int, records: list[dict]) -> dict:
@@ -180,30 +346,40 @@ def iteration_columns(kind: str, first_index: int, records: list[dict]) -> dict:
     names = []
     for r in records:
         names.extend(n for n in r["phases"] if n not in names)
-    return {"kind": kind, "first_index": first_index,
-            "seconds": [r["seconds"] for r in records],
-            "phases": {n: [r["phases"].get(n) for r in records] for n in names},
-            "max_rel_error": [r["max_rel_error"] for r in records],
-            "passed": [r["passed"] for r in records],
-            "error": [r["error"] for r in records]}
+    columns = {"kind": kind, "first_index": first_index,
+               "seconds": [r["seconds"] for r in records],
+               "phases": {n: [r["phases"].get(n) for r in records] for n in names},
+               "max_rel_error": [r["max_rel_error"] for r in records],
+               "passed": [r["passed"] for r in records],
+               "error": [r["error"] for r in records]}
+    if any("loss" in r for r in records):   # training steps
+        columns["loss"] = [r.get("loss", float("nan")) for r in records]
+    return columns
 
 
 def expand(ev: dict) -> list[dict]:
     """The `iteration` events an `iterations` event stands for (any other event: itself).
 
-    For consumers that handle calls one at a time; they see exactly what a worker that
-    reports every call on its own would have written."""
+    Typed events carry them already (`ev.calls`); this is for code that holds plain dicts."""
     if ev["event"] != "iterations":
         return [ev]
+    return list(typed(ev).calls)
+
+
+def _expand(ev: dict) -> list[Event]:
     phases = ev["phases"]
     first, kind, base = ev["first_index"], ev["kind"], {"t": ev["t"], "variant": ev["variant"]}
-    return [{"event": "iteration", **base, "index": first + i, "kind": kind, "seconds": seconds,
-             "phases": {n: v[i] for n, v in phases.items() if v[i] is not None},
-             "max_rel_error": ev["max_rel_error"][i], "passed": ev["passed"][i], "error": ev["error"][i]}
+    losses = ev.get("loss")
+    if ev.get("rank") is not None:
+        base["rank"] = ev["rank"]
+    return [Iteration({"event": "iteration", **base, "index": first + i, "kind": kind, "seconds": seconds,
+                       "phases": {n: v[i] for n, v in phases.items() if v[i] is not None},
+                       "max_rel_error": ev["max_rel_error"][i], "passed": ev["passed"][i],
+                       "error": ev["error"][i], **({"loss": losses[i]} if losses is not None else {})})
             for i, seconds in enumerate(ev["seconds"])]
 
 
-def read_jsonl(path: str) -> list[dict]:
+def read_jsonl(path: str) -> list[Event]:
     """Every event of an events.jsonl file, in order (lines that are not events skipped)."""
     with open(path, encoding="utf-8") as f:
         return [ev for ev in map(parse, f) if ev is not None]

@@ -10,59 +10,17 @@ the model accept this shape), reported as a usage failure.
 from __future__ import annotations
 
 import dataclasses
-import re
-from dataclasses import dataclass
 
-from couplescope.protocol.errors import UsageError, choices_text
+from couplescope.protocol import options as _options
+from couplescope.protocol.options import (BRIDGE_MODELS, DEVICE_PATTERN, DTYPE_CHOICES,  # noqa: F401
+                                          GRAD_MODES, HOSTS, LAUNCHERS, LAYOUTS, parse_input_shape)
 
-LAYOUTS = ("fortran", "c")
-#: what the bridge's built-in module runs: the eager model, the TorchScript file, or the
-#: eager model under torch.compile
-BRIDGE_MODELS = ("eager", "torchscript", "compiled")
-DTYPE_CHOICES = ("float32", "float64", "float16")
-LAUNCHERS = ("mpiexec", "srun")
-#: what makes the calls: compiled code (C++ against libtorch, as a Fortran code through
-#: FTorch or forpy) or the worker's Python loop (what a Python simulation code pays)
-HOSTS = ("native", "python")
-#: the grad-mode guard around forward: no_grad is FTorch's (torch::AutoGradMode(false));
-#: inference is a what-if (c10::InferenceMode)
-GRAD_MODES = ("no_grad", "inference")
-DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
+#: the one field without a default: every variant names its model
+REQUIRED = ("model",)
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """One variant of a run. None means "the model's own default" where that applies."""
-
-    model: str
-    backend: str = "torchscript"
-    size: int | None = None
-    bridge_model: str = "torchscript"
-    #: None: the native host where the backend has one and it can be built, else python
-    host: str | None = None
-    grad_mode: str = "no_grad"
-    device: str = "cpu"
-    dtype: str | None = None
-    layout: str = "fortran"
-    warmup: int = 1
-    iterations: int = 10
-    threads: int | None = None
-    seed: int = 0
-    reload_every_call: bool = False
-    input_shape: tuple[tuple[int, ...], ...] | None = None
-    name: str | None = None
-    # profiling (torch.profiler window after the timed iterations; 0 = off)
-    profile_iterations: int = 3
-    #: skip (or shorten) the profiled window when it would record more operators than this
-    profile_max_ops: int = 10_000
-    # GPU
-    pinned: bool = False
-    # MPI
-    ranks: int = 2
-    inner_backend: str = "torchscript"
-    launcher: str = "mpiexec"
-    launcher_args: str = ""
-    oversubscribe: bool = False
+class _SpecMethods:
+    """What every RunSpec can do; its fields are the spec options (protocol/options.py)."""
 
     @property
     def label(self) -> str:
@@ -92,22 +50,26 @@ class RunSpec:
         return dataclasses.replace(self, **changes)
 
 
+def _field(option):
+    annotation = {tuple: "tuple[tuple[int, ...], ...] | None"}.get(option.kind, option.kind.__name__)
+    if option.name in REQUIRED:
+        return option.name, annotation
+    if option.default is None:
+        annotation = f"{annotation} | None"
+    return option.name, annotation, dataclasses.field(default=option.default)
+
+
+#: One variant of a run: a frozen dataclass whose fields are the spec options declared in
+#: couplescope/protocol/options.py, in their order (None means "the model's own default"
+#: where that applies). Made from the declarations so that an option is declared once.
+RunSpec = dataclasses.make_dataclass(
+    "RunSpec", [_field(o) for o in _options.SPEC_OPTIONS], bases=(_SpecMethods,),
+    frozen=True)
+RunSpec.__module__ = __name__   # pickling and reprs find it here (make_dataclass's module= is 3.12+)
+RunSpec.__doc__ = ("One variant of a run; its fields are the spec options of "
+                   "couplescope.protocol.options (see docs/options.md).")
+
 SPEC_KEYS = tuple(f.name for f in dataclasses.fields(RunSpec))
-
-
-def parse_input_shape(text: str) -> tuple[tuple[int, ...], ...]:
-    """"8,16" -> ((8, 16),); "8,16;8,1" -> two inputs. Raises UsageError on anything else."""
-    shapes = []
-    for part in text.split(";"):
-        try:
-            dims = tuple(int(v) for v in part.replace("x", ",").split(",") if v.strip())
-        except ValueError:
-            dims = ()
-        if not dims or any(d < 1 for d in dims):
-            raise UsageError(f"--input-shape '{text}' is not a shape; write dimensions like 8,16 "
-                             "(several inputs separated by ';')")
-        shapes.append(dims)
-    return tuple(shapes)
 
 
 def generic_label_parts(spec: RunSpec) -> list[str]:
@@ -127,27 +89,7 @@ def generic_label_parts(spec: RunSpec) -> list[str]:
     return parts
 
 
-def check_fields(spec: RunSpec) -> None:
-    """The checks that need no registry and no torch: choices and ranges of the fields.
-
-    Raises UsageError naming the problem and the valid choices."""
-    if spec.bridge_model not in BRIDGE_MODELS:
-        raise UsageError(f"unknown bridge model '{spec.bridge_model}'; choose one of: {choices_text(BRIDGE_MODELS)}")
-    if spec.host is not None and spec.host not in HOSTS:
-        raise UsageError(f"unknown host '{spec.host}'; choose one of: {choices_text(HOSTS)}")
-    if spec.grad_mode not in GRAD_MODES:
-        raise UsageError(f"unknown grad mode '{spec.grad_mode}'; choose one of: {choices_text(GRAD_MODES)}")
-    if spec.layout not in LAYOUTS:
-        raise UsageError(f"unknown layout '{spec.layout}'; choose one of: {choices_text(LAYOUTS)}")
-    if spec.dtype is not None and spec.dtype not in DTYPE_CHOICES:
-        raise UsageError(f"unknown dtype '{spec.dtype}'; choose one of: {choices_text(DTYPE_CHOICES)}")
-    if not DEVICE_PATTERN.match(spec.device):
-        raise UsageError(f"unknown device '{spec.device}'; choose one of: cpu, cuda, cuda:N")
-    for key, low in (("iterations", 1), ("warmup", 0), ("profile_iterations", 0), ("seed", 0),
-                     ("profile_max_ops", 1)):
-        if getattr(spec, key) < low:
-            raise UsageError(f"{key.replace('_', '-')} must be at least {low} (got {getattr(spec, key)})")
-    if spec.size is not None and spec.size < 1:
-        raise UsageError(f"size must be at least 1 (got {spec.size})")
-    if spec.threads is not None and spec.threads < 1:
-        raise UsageError(f"threads must be at least 1 (got {spec.threads})")
+def check_fields(spec) -> None:
+    """The checks that need no registry and no torch: every field against its declaration
+    (couplescope.protocol.options). Raises UsageError naming the problem and the valid choices."""
+    _options.check_spec(spec)

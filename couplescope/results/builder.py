@@ -14,11 +14,17 @@ import math
 import os
 
 from couplescope.protocol import events
-from couplescope.protocol.contract import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from couplescope.protocol.options import MPI_BACKEND
+from couplescope.protocol.contract import exit_code
 from couplescope.results import ranks as mpi_stats
 from couplescope.results import stats
 
 SCHEMA_VERSION = 1
+
+#: rank-tagged calls results.json keeps one by one; past this, each step's slowest rank's
+#: call (events.jsonl keeps every call, and mpi.per_rank every rank's statistics): 1024
+#: ranks x 1000 steps made a results.json of 276 MB that took a minute to write
+RANKED_CALLS_KEPT = 100_000
 
 #: a variant's one-word outcome, as every front end shows it (VariantResult.verdict)
 VERDICTS = ("running", "passed", "failed", "error", "stopped")
@@ -44,6 +50,17 @@ class VariantResult:
         self.summary: dict = {}
         self.diagnostics: list[dict] = []
         self.telemetry = None   # a telemetry_record.TelemetryRecord once samples arrive
+        self.coupling: dict = {}   # run_started's words: "coupling", "label_parts"
+        #: rank -> where it runs (host, node, cores, threads, device), from the rank_info
+        #: events the ranks send as they start: known even when the variant never finishes
+        self.rank_info: dict[int, dict] = {}
+        self._cache: dict = {}   # figures computed from all the iterations, with their count
+
+    @property
+    def ranks(self) -> list[dict]:
+        """Per rank, where it ran: the finished variant's own list (which adds each rank's
+        load time and sample values), else what the ranks said as they started."""
+        return self.summary.get("ranks") or mpi_stats.placements(self.rank_info)
 
     @property
     def timed(self) -> list[dict]:
@@ -53,8 +70,33 @@ class VariantResult:
     def steps(self) -> list[dict]:
         """The timed iterations the headline statistics summarise. Under MPI (records
         tagged with a rank) that is, per iteration, the slowest rank's record: the step
-        time a simulation sees. Otherwise every timed iteration."""
-        return mpi_stats.slowest_per_iteration(self.timed)
+        time a simulation sees. Otherwise every timed iteration. Kept until the next
+        iteration arrives (with a thousand ranks a variant has a million records, and the
+        statistics, warnings, phases and comparison all ask)."""
+        cached = self._cache.get("steps")
+        if cached is None or cached[0] != len(self.iterations):
+            cached = self._cache["steps"] = (len(self.iterations), mpi_stats.slowest_per_iteration(self.timed))
+        return cached[1]
+
+    def kept_iterations(self) -> tuple[list[dict], str | None]:
+        """The calls results.json lists: all of them, or, for a job of many ranks past
+        RANKED_CALLS_KEPT, each step's slowest rank's call (per kind), and a note saying so."""
+        if len(self.iterations) <= RANKED_CALLS_KEPT or not mpi_stats.ranked(self.iterations):
+            return self.iterations, None
+        kept = []
+        for kind in ("warmup", "timed", "profiled"):
+            kept += mpi_stats.slowest_per_iteration([it for it in self.iterations if it["kind"] == kind])
+        return kept, (f"each step's slowest rank: {len(kept)} of {len(self.iterations)} calls "
+                      f"(more than {RANKED_CALLS_KEPT}); every call is in events.jsonl, every rank's "
+                      "statistics in mpi.per_rank")
+
+    def mpi_summary(self) -> dict:
+        """results.json's per-rank object (results/ranks.py), kept until more arrives."""
+        key = (len(self.iterations), len(self.ranks))
+        cached = self._cache.get("ranked")
+        if cached is None or cached[0] != key:
+            cached = self._cache["ranked"] = (key, mpi_stats.summary(self.iterations, self.ranks))
+        return cached[1]
 
     def stats(self) -> dict:
         return stats.summarize([it["seconds"] for it in self.steps])
@@ -89,15 +131,31 @@ class VariantResult:
             return "stopped"
         return "running" if self.status == "running" else "passed"
 
+    @property
+    def training(self) -> bool:
+        """A --task train variant: its iterations are optimizer steps with a loss."""
+        return bool(self.model.get("training")) or self.spec.get("task") == "train"
+
+    def last_loss(self) -> float | None:
+        """The loss of the last step measured (timed, else warm-up)."""
+        for it in reversed(self.iterations):
+            if it.get("loss") is not None and it["kind"] != "profiled":
+                return it["loss"]
+        return None
+
     def failed_checks(self) -> int:
-        return sum(1 for it in self.iterations if not it["passed"])
+        """Iterations that failed their check, and a training run's final check if it failed."""
+        final = (self.summary.get("training") or {}).get("final_check") or {}
+        return sum(1 for it in self.iterations if not it["passed"]) + (final.get("passed") is False)
 
     def to_dict(self) -> dict:
         s = self.stats()
-        return {"name": self.name, "spec": self.spec, "status": self.status,
+        kept, note = self.kept_iterations()
+        return {"name": self.name, "spec": self.spec, **self.coupling, "status": self.status,
                 "verdict": self.verdict, "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
-                "iterations": [_json_safe(it) for it in self.iterations],
+                "iterations": [_json_safe(it) for it in kept],
+                **({"iterations_kept": note} if note else {}),
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
                 "noisy": s["noisy"],
                 "phases": stats.phase_summaries(self.steps),
@@ -105,16 +163,30 @@ class VariantResult:
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
                 **({"compile": self.compile} if self.compile is not None else {}),
-                **({"mpi": mpi_stats.summary(self.iterations)} if mpi_stats.ranked(self.iterations) else {}),
+                **({MPI_BACKEND: self.mpi_summary()} if mpi_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
+                **({"ranks": self.ranks} if self.rank_info else {}),
                 **self.summary}
+
+
+def _record(call) -> dict:
+    """An iteration of results.json from one call's `iteration` event."""
+    it = {"index": call.index, "kind": call.kind, "seconds": call.seconds, "phases": call.phases,
+          "max_rel_error": call.max_rel_error, "passed": call.passed, "error": call.error,
+          "warmup": call.kind == "warmup", "profiled": call.kind == "profiled"}
+    if "rank" in call:
+        it["rank"] = call.rank
+    if "loss" in call:   # a training step's
+        it["loss"] = call["loss"]
+    return it
 
 
 def _json_safe(it: dict) -> dict:
     out = dict(it)
-    err = out.get("max_rel_error")
-    if isinstance(err, float) and not math.isfinite(err):
-        out["max_rel_error"] = "nan" if math.isnan(err) else "inf"
+    for key in ("max_rel_error", "loss"):
+        value = out.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key] = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     out.pop("event", None)
     out.pop("variant", None)
     return out
@@ -137,55 +209,53 @@ class ResultsBuilder:
         return self.variants[name]
 
     def on_event(self, ev: dict) -> None:
-        kind = ev["event"]
-        name = ev.get("variant")
+        ev = events.typed(ev)
+        kind, name = ev.event, ev.variant
         if kind == "run_started":
             v = self.variant(name)
-            v.spec, v.environment = ev["spec"], ev["environment"]
-            self.environment = self.environment or ev["environment"]
-            self.started = self.started or ev["t"]
+            v.spec, v.environment = ev["spec"], ev.environment   # the spec as written
+            v.coupling = {k: ev[k] for k in ("coupling", "label_parts") if k in ev}
+            self.environment = self.environment or ev.environment
+            self.started = self.started or ev.t
         elif kind == "model_loaded":
             v = self.variant(name)
-            v.load_seconds = ev["seconds"]
-            v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs", "torchscript")
+            v.load_seconds = ev.seconds
+            v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs", "torchscript",
+                                          "training")
                        if k in ev}
-        elif kind == "iterations":
-            for one in events.expand(ev):
-                self.on_event(one)
+        elif kind in ("iteration", "iterations"):
+            append = self.variant(name).iterations.append
+            for call in ev.calls:   # a batch's calls, expanded once where it was parsed
+                append(_record(call))
         elif kind == "model_compiled":
             self.variant(name).compile = {k: ev[k] for k in ("status", "seconds", "compiler",
                                                               "export_seconds", "package") if k in ev}
-        elif kind == "iteration":
-            it = {k: ev[k] for k in ("index", "kind", "seconds", "phases", "max_rel_error", "passed", "error")}
-            it["warmup"] = ev["kind"] == "warmup"
-            it["profiled"] = ev["kind"] == "profiled"
-            if "rank" in ev:
-                it["rank"] = ev["rank"]
-            self.variant(name).iterations.append(it)
         elif kind == "variant_finished":
             v = self.variant(name)
             v.status = "finished"
             # a copy: later events (trace_written) refine it, and the event itself is shared
             # with every other listener, which must see it as the worker wrote it
-            v.summary.update(copy.deepcopy(ev.get("summary") or {}))
+            v.summary.update(copy.deepcopy(ev.summary or {}))
         elif kind == "variant_failed":
             v = self.variant(name)
-            v.status = "interrupted" if ev.get("kind") == "interrupted" else "failed"
-            v.error, v.error_kind = ev.get("reason"), ev.get("kind")
+            v.status = "interrupted" if ev.kind == "interrupted" else "failed"
+            v.error, v.error_kind = ev.reason, ev.kind
+        elif kind == "rank_info" and name:
+            self.variant(name).rank_info[ev.rank] = mpi_stats.placement(ev)
         elif kind == "diagnostic" and name:
             self.variant(name).diagnostics.append({k: ev[k] for k in ("check", "level", "message", "setting")
                                                    if k in ev})
-        elif kind == "trace_written" and ev.get("relative_path"):
+        elif kind == "trace_written" and ev.relative_path:
             # where the parent moved the worker's trace: the worker's own list named only
             # the files in its staging directory
             files = self._traces.setdefault(name, [])
-            files.append(ev["relative_path"])
+            files.append(ev.relative_path)
             profile = self.variant(name).summary.setdefault("profile", {})
-            profile["trace_dir"] = os.path.dirname(ev["relative_path"])
+            profile["trace_dir"] = os.path.dirname(ev.relative_path)
             profile["trace_files"] = list(files)
-        elif kind == "host_build" and name and ev.get("status") != "building":
+        elif kind == "host_build" and name and ev.status != "building":
             self.variant(name).summary["host_build"] = {
-                "status": ev["status"], "directory": ev["directory"],
+                "status": ev.status, "directory": ev.directory,
                 "compile_seconds": ev.get("seconds", 0.0)}
         elif kind == "telemetry" and name:
             from couplescope.results.telemetry import record_sample
@@ -199,13 +269,19 @@ class ResultsBuilder:
             s = v.stats()
             if not s["n"]:
                 continue
-            forward = stats.phase_summaries(v.steps).get("forward", {}).get("median")
-            rows.append({"name": v.name, "median": s["median"], "iqr": s["iqr"],
-                         "forward": forward,
-                         "overhead": (s["median"] - forward) if forward is not None else None,
-                         "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"],
-                         "compile_status": (v.compile or {}).get("status"),
-                         "compile_seconds": (v.compile or {}).get("seconds")})
+            phases = stats.phase_summaries(v.steps)
+            forward = phases.get("forward", {}).get("median")
+            training = v.training
+            row = {"name": v.name, "median": s["median"], "iqr": s["iqr"],
+                   "forward": forward,
+                   "overhead": (s["median"] - forward) if forward is not None and not training else None,
+                   "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"],
+                   "compile_status": (v.compile or {}).get("status"),
+                   "compile_seconds": (v.compile or {}).get("seconds")}
+            if training:   # a step: what backward costs, and where the loss ended
+                row.update(task="train", backward=phases.get("backward", {}).get("median"),
+                           last_loss=v.last_loss())
+            rows.append(row)
         fastest = min((r["median"] for r in rows), default=None)
         for r in rows:
             r["ratio"] = r["median"] / fastest if fastest else None
@@ -216,15 +292,21 @@ class ResultsBuilder:
                 "variants": [v.to_dict() for v in self.variants.values()],
                 "comparison": self.comparison(), **self.extra}
 
-    def exit_code(self) -> int:
-        """From the verdicts (docs/usage.md has the whole table): 130 a variant was stopped,
-        2 one found bad input in the worker, 1 one failed a check or broke, else 0. (A
-        signal's own code and a write failure's are the pipeline's: core.pipeline.Outcome.)"""
-        verdicts = {v.verdict for v in self.variants.values()}
-        if "stopped" in verdicts or any(v.status == "interrupted" for v in self.variants.values()):
-            return EXIT_INTERRUPTED
+    def outcomes(self) -> set[str]:
+        """What the variants came to, for the exit code (protocol.contract.exit_code): their
+        verdicts, "stopped" for one a signal or the user ended, "lost" for one whose job lost
+        a node, "usage" for one that found bad input in its worker."""
+        found = {v.verdict for v in self.variants.values()}
+        if any(v.status == "interrupted" for v in self.variants.values()):
+            found.add("stopped")
+        if any(v.error_kind == "lost" for v in self.variants.values()):
+            found.add("lost")
         if any(v.error_kind == "usage" for v in self.variants.values()):
-            return EXIT_USAGE
-        if verdicts & {"failed", "error", "running"}:
-            return EXIT_FAILED
-        return EXIT_OK
+            found.add("usage")
+        return found
+
+    def exit_code(self) -> int:
+        """The results' own code (130 a variant was stopped, 4 a node of its job was lost, 2
+        one found bad input in the worker, 1 one failed a check or broke, else 0); a signal's and a write failure's are
+        the pipeline's (core.pipeline.Outcome), all decided by protocol.contract.exit_code."""
+        return exit_code(outcomes=self.outcomes())

@@ -19,15 +19,23 @@ def size_of(variant: dict) -> int | None:
     return size if size is not None else (variant.get("spec") or {}).get("size")
 
 
-def backend_text(spec: dict) -> str:
+#: words of run_started's `coupling` that say who made the calls, not what the backend ran
+_HOST_WORDS = (" host", " mode", "training")
+
+
+def backend_text(variant: dict) -> str:
+    """The backend and what sets its variant apart, as the worker's backend named it
+    (run_started's `label_parts`: "bridge (eager)", "mpi (torchscriptx2)"), else the first
+    of its words in `coupling` ("bridge (user module)"); a run recorded without them: the
+    backend's name."""
+    spec = variant.get("spec") or {}
     backend = spec.get("backend", "?")
-    if backend == "bridge":
-        if str(spec.get("model", "")).endswith(".py"):   # the user's module runs its own Python
-            return "bridge (user module)"
-        return f"bridge ({spec.get('bridge_model', 'torchscript')})"
-    if backend == "mpi":
-        return f"mpi x{spec.get('ranks', '?')} ({spec.get('inner_backend', 'torchscript')})"
-    return backend
+    parts = variant.get("label_parts")
+    if parts:
+        return f"{backend} ({' '.join(parts)})"
+    words = [w for w in str(variant.get("coupling") or "").split(", ")[1:]
+             if w and not any(w.endswith(h) or w == h for h in _HOST_WORDS)]
+    return f"{backend} ({words[0]})" if words else backend
 
 
 def describe(variant: dict, environment: dict | None = None) -> dict[str, str]:
@@ -35,7 +43,7 @@ def describe(variant: dict, environment: dict | None = None) -> dict[str, str]:
     (an old run without a host) are left out."""
     spec = variant.get("spec") or {}
     env = environment or {}
-    out = {"model": str(spec.get("model", "?")).rsplit("/", 1)[-1], "backend": backend_text(spec)}
+    out = {"model": str(spec.get("model", "?")).rsplit("/", 1)[-1], "backend": backend_text(variant)}
     if spec.get("host"):
         out["host"] = f"{spec['host']} host"
     out["device"] = spec.get("device", "cpu")

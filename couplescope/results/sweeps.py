@@ -29,20 +29,45 @@ def is_sweep(variants: list[dict]) -> bool:
     return len({size_of(v) for v in variants if size_of(v) is not None}) > 1
 
 
-def series(variants: list[dict], environments: list[dict] | None = None) -> list[list[int]]:
+def series(variants: list[dict], environments: list[dict] | None = None,
+           runs: list | None = None) -> list[list[int]]:
     """Indices of `variants` grouped into series (first-seen order), each sorted by size;
-    only series with at least two sizes. `environments[i]` is variant i's run environment."""
+    only series with at least two sizes. `environments[i]` is variant i's run environment;
+    `runs[i]` names its run: where two runs hold the same sweep, each run's variants make
+    a series of their own (one line through both runs' points had two at every size)."""
     groups: dict[tuple, list[int]] = {}
     for i, v in enumerate(variants):
         if size_of(v) is None:
             continue
         env = environments[i] if environments else None
         groups.setdefault(series_key(v, env), []).append(i)
-    out = []
+    parts = []
     for members in groups.values():
-        if len({size_of(variants[i]) for i in members}) > 1:
-            out.append(sorted(members, key=lambda i: size_of(variants[i])))
-    return out
+        sizes = [size_of(variants[i]) for i in members]
+        if runs is None or len(set(sizes)) == len(sizes):
+            parts.append(members)
+            continue
+        by_run: dict = {}
+        for i in members:
+            by_run.setdefault(runs[i], []).append(i)
+        parts += by_run.values()
+    return [sorted(members, key=lambda i: size_of(variants[i])) for members in parts
+            if len({size_of(variants[i]) for i in members}) > 1]
+
+
+def series_name(variants: list[dict]) -> str:
+    """A series by its variants' names, less the size: "bridge-python-250",
+    "bridge-python-500" -> "bridge-python" (the names the tables show). Names that differ
+    in more than the size are listed."""
+    names: list[str] = []
+    for v in variants:
+        tokens = str(v.get("name", "?")).split("-")
+        size = str(size_of(v))
+        if size in tokens:
+            del tokens[len(tokens) - 1 - tokens[::-1].index(size)]
+        if "-".join(tokens) not in names:
+            names.append("-".join(tokens))
+    return ", ".join(names)
 
 
 def band(times: list[float]) -> tuple[float, float, float]:

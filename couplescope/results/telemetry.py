@@ -34,6 +34,9 @@ def scalar_series(sample: dict) -> dict:
     if isinstance(cores, list) and cores:
         put("system_cpu_percent", sum(cores) / len(cores))
     put("memory_percent", system.get("memory_percent"))
+    load = system.get("load")
+    if isinstance(load, list) and load:
+        put("load", load[0])
     for p in sample.get("processes", []):
         if p.get("role") == "worker" and is_number(p.get("rank")):
             put(f"rank{p['rank']}/cpu_percent", p.get("cpu_percent"))
@@ -75,6 +78,12 @@ class TelemetryRecord:
     The timeline keeps every `stride`-th sample; when it passes TIMELINE_BOUND, every
     second entry is dropped and the stride doubles, so an hour at 10 Hz stays about as
     small as a minute. The summary is accumulated from every sample, never the thinned ones.
+
+    Samples labelled with a node (a multi-node job's node samplers) go to that node's own
+    record (`nodes`: its ranks' series, its cores, its GPUs), and the variant's figures
+    are the job's: at each node sample, the sums of every node's latest tree (CPU, RSS,
+    threads, processes), kept up to date by difference, so a sample costs the same
+    whatever the number of nodes.
     """
 
     def __init__(self, bound: int = TIMELINE_BOUND) -> None:
@@ -84,19 +93,54 @@ class TelemetryRecord:
         self.stats = {k: _Stat() for k in ("cpu", "cpu_timed", "rss", "threads", "processes", "system")}
         self.gpus: dict[int, dict] = {}
         self.gpu_note = None
+        self.nodes: dict[str, TelemetryRecord] = {}
+        self._node_latest: dict[str, tuple] = {}   # node -> (cpu, rss, threads, processes, system)
+        self._job = [0.0, 0.0, 0.0, 0.0, 0.0]        # their sums
 
     def add(self, ev: dict) -> None:
         sample = ev.get("sample") or {}
+        node = ev.get("node")
+        if node is not None:
+            self._add_node(node, ev, sample)
+            return
+        self._accumulate(ev.get("t"), sample, scalar_series(sample), sample.get("gpu"))
+
+    def _add_node(self, node: str, ev: dict, sample: dict) -> None:
+        record = self.nodes.get(node)
+        if record is None:
+            record = self.nodes[node] = TelemetryRecord(self.bound)
+        record._accumulate(ev.get("t"), sample, scalar_series(sample), sample.get("gpu"))
+        tree, cores = sample.get("tree", {}), (sample.get("system") or {}).get("cpu_percent")
+        now = tuple(v if is_number(v) else 0.0 for v in (tree.get("cpu_percent"), tree.get("rss"),
+                                                          tree.get("threads"), tree.get("processes")))
+        now += (sum(cores) / len(cores) if isinstance(cores, list) and cores else 0.0,)
+        before = self._node_latest.get(node, (0.0,) * 5)
+        self._node_latest[node] = now
+        for i in range(5):
+            self._job[i] += now[i] - before[i]
+        cpu, rss, threads, processes, system = self._job
+        job = {"iteration": sample.get("iteration"), "elapsed": sample.get("elapsed"),
+               "tree": {"cpu_percent": round(cpu, 1), "rss": int(rss), "threads": int(threads),
+                        "processes": int(processes)},
+               "system": {"cpu_percent": [system / len(self._node_latest)]}}
+        gpus = sample.get("gpu")   # the job's devices, named by node: n1:0, n2:0
+        if isinstance(gpus, list):
+            gpus = [{**g, "index": f"{node}:{g.get('index')}"} for g in gpus]
+        series = scalar_series({"tree": job["tree"]})
+        series["nodes"] = len(self._node_latest)
+        self._accumulate(ev.get("t"), job, series, gpus)
+
+    def _accumulate(self, t, sample: dict, series: dict, gpu) -> None:
         if self.seen % self.stride == 0:
-            entry = {"t": ev.get("t"), "elapsed": sample.get("elapsed"), "iteration": sample.get("iteration")}
-            entry.update(scalar_series(sample))
+            entry = {"t": t, "elapsed": sample.get("elapsed"), "iteration": sample.get("iteration")}
+            entry.update(series)
             self.timeline.append(entry)
             if len(self.timeline) > self.bound:
                 self.timeline = self.timeline[::2]
                 self.stride *= 2
         self.seen += 1
-        self.first_t = self.first_t if self.first_t is not None else ev.get("t")
-        self.last_t = ev.get("t")
+        self.first_t = self.first_t if self.first_t is not None else t
+        self.last_t = t
         tree, s = sample.get("tree", {}), self.stats
         s["cpu"].add(tree.get("cpu_percent"))
         if (sample.get("iteration") or {}).get("kind") == "timed":
@@ -107,7 +151,6 @@ class TelemetryRecord:
         cores = (sample.get("system") or {}).get("cpu_percent")
         if isinstance(cores, list) and cores:
             s["system"].add(sum(cores) / len(cores))
-        gpu = sample.get("gpu")
         if isinstance(gpu, list):
             for g in gpu:
                 d = self.gpus.setdefault(g.get("index"), {"name": g.get("name"), "memory_total": NA,
@@ -126,6 +169,10 @@ class TelemetryRecord:
                "cpu_percent_mean_timed": s["cpu_timed"].mean(),
                "rss_peak": s["rss"].max(), "threads_peak": s["threads"].max(),
                "processes_peak": s["processes"].max(), "system_cpu_percent_mean": s["system"].mean()}
+        if self.nodes:   # the job's samples come from every node: the rate is each node's
+            rates = [r.summary()["rate_hz"] for r in self.nodes.values()]
+            rates = [r for r in rates if is_number(r)]
+            out["rate_hz"] = round(sum(rates) / len(rates), 2) if rates else NA
         if not self.gpus:
             out.update({"gpu_utilization_mean": NA, "gpu_utilization_peak": NA, "gpu_memory_peak": NA,
                         "gpu_worker_memory_peak": NA, "gpus": NA})
@@ -144,7 +191,11 @@ class TelemetryRecord:
         return out
 
     def to_dict(self) -> dict:
-        return {"summary": self.summary(), "timeline_stride": self.stride, "timeline": self.timeline}
+        out = {"summary": self.summary(), "timeline_stride": self.stride, "timeline": self.timeline}
+        if self.nodes:
+            out["summary"]["nodes"] = len(self.nodes)
+            out["nodes"] = {name: record.to_dict() for name, record in self.nodes.items()}
+        return out
 
 
 _GPU_KEYS = ("utilization", "memory_used", "worker_memory", "power_w", "temperature_c")
@@ -165,14 +216,41 @@ def _mib(v) -> str:
     return f"{v / MIB:.0f} MiB" if is_number(v) else NA
 
 
+#: nodes the headless output gives a line each; the rest are in results.json
+NODE_LINES = 8
+
+
 def summary_line(record: TelemetryRecord) -> str:
-    """One line for the headless output, after a variant's statistics."""
+    """The headless output's lines after a variant's statistics: one, or for a job sampled
+    on its nodes, the job's and then one per node (up to NODE_LINES)."""
     s = record.summary()
+    if not record.nodes:
+        return "telemetry: " + _figures(s, "worker")
+    lines = [f"telemetry (sampled on each of {len(record.nodes)} node{'s' if len(record.nodes) > 1 else ''}, "
+             f"ranks summed): " + _figures(s, "ranks")]
+    for name, node in list(record.nodes.items())[:NODE_LINES]:
+        n = node.summary()
+        load = _load(node)
+        lines.append(f"  {name}: " + _figures(n, "ranks") + (f", load {load}" if load else ""))
+    if len(record.nodes) > NODE_LINES:
+        lines.append(f"  ... and {len(record.nodes) - NODE_LINES} more nodes (results.json: telemetry.nodes)")
+    return "\n".join(lines)
+
+
+def _figures(s: dict, who: str) -> str:
     gpu = (f"GPU util mean {_pct(s['gpu_utilization_mean'])} peak {_pct(s['gpu_utilization_peak'])}, "
            f"GPU memory peak {_mib(s['gpu_memory_peak'])}" if s["gpus"] != NA else "GPU n/a")
     rate = f"{s['rate_hz']:.0f} Hz" if is_number(s["rate_hz"]) else "n/a Hz"
-    return (f"telemetry: worker CPU mean {_pct(s['cpu_percent_mean'])} (timed "
+    return (f"{who} CPU mean {_pct(s['cpu_percent_mean'])} (timed "
             f"{_pct(s['cpu_percent_mean_timed'])}) peak {_pct(s['cpu_percent_peak'])} of one core, "
             f"RSS peak {_mib(s['rss_peak'])}, threads peak {s['threads_peak']}, "
             f"system CPU mean {_pct(s['system_cpu_percent_mean'])}, {gpu} "
             f"({s['samples']} samples, {rate})")
+
+
+def _load(record: TelemetryRecord) -> str:
+    """The node's last 1-minute load average, from its timeline."""
+    for entry in reversed(record.timeline):
+        if is_number(entry.get("load")):
+            return f"{entry['load']:.2f}"
+    return ""

@@ -88,6 +88,12 @@ def quiet_main() -> int:
         return main()
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        # leaving anyway: a second SIGTERM (scancel's to every process, then the parent's
+        # stop) must not raise KeyboardInterrupt inside the interpreter's exit finalizers,
+        # which printed a traceback under the variant's name (seen under load)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

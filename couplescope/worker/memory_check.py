@@ -93,11 +93,28 @@ def limit() -> tuple[int | None, str]:
                                             "available")
 
 
-def check(workload, size: int, dtype: str, processes: int = 1) -> None:
-    """Raise UsageError when `workload` at `size` would need more than the limit."""
+def training_parts(parts: dict, optimizer: str) -> dict:
+    """What a training step adds to an inference estimate: a gradient per parameter, the
+    optimizer's state (Adam keeps two more copies of the parameters, SGD none) and the
+    activations autograd keeps for backward (as much again as the forward's working
+    memory), plus the target arrays (as large as the outputs)."""
+    model = parts.get("model", 0)
+    out = dict(parts)
+    out["gradients"] = model
+    if optimizer == "adam":
+        out["optimizer state"] = 2 * model
+    out["kept for backward"] = parts.get("working memory", 0)
+    return out
+
+
+def check(workload, size: int, dtype: str, processes: int = 1, spec=None) -> None:
+    """Raise UsageError when `workload` at `size` would need more than the limit (a
+    training spec's gradients, optimizer state and saved activations counted)."""
     parts = workload.memory_estimate(size, dtype)
     if not parts:
         return
+    if spec is not None and spec.task == "train":
+        parts = training_parts(parts, spec.optimizer or getattr(workload, "train_optimizer", "sgd"))
     allowed, why = limit()
     if allowed is None:
         return

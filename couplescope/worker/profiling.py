@@ -16,8 +16,8 @@ iteration's trace; at N = 512, 1.3 million operators, it would be minutes and ma
 So before the window, one unrecorded probe iteration counts the operators an iteration
 dispatches (a TorchDispatchMode that stops at the budget, so the probe stays short);
 the window is shortened to fit the budget, or skipped with a diagnostic when a single
-iteration exceeds it. The budget (COUPLESCOPE_PROFILE_MAX_OPS, default 10 000 operators
-over the recorded iterations) keeps a trace to a few seconds.
+iteration exceeds it. The budget (--profile-max-ops, the spec's profile_max_ops: 10 000
+operators over the recorded iterations by default) keeps a trace to a few seconds.
 
 A profiler failure never loses the timings: it is caught, reported in the summary
 and as a diagnostic, and the variant still finishes.
@@ -32,7 +32,8 @@ import shutil
 import tempfile
 from time import perf_counter
 
-from couplescope.protocol.contract import MAX_OPS_ENV, TRACE_DIR_ENV, TRACE_SUFFIXES
+from couplescope.protocol.contract import TRACE_DIR_ENV, TRACE_SUFFIXES
+from couplescope.worker.measure import measure
 
 DEFAULT_MAX_OPS = 10_000
 
@@ -49,13 +50,8 @@ def window_shape(iterations: int) -> tuple[int, int]:
 
 
 def max_ops(spec=None) -> int:
-    """The operator budget: --profile-max-ops (the spec), unless the environment overrides it."""
-    default = getattr(spec, "profile_max_ops", None) or DEFAULT_MAX_OPS
-    text = os.environ.get(MAX_OPS_ENV, "")
-    try:
-        return max(1, int(text)) if text.strip() else default
-    except ValueError:
-        return default
+    """The operator budget: --profile-max-ops (the spec's field, its one source)."""
+    return max(1, getattr(spec, "profile_max_ops", None) or DEFAULT_MAX_OPS)
 
 
 def rank_info(team) -> dict:
@@ -189,8 +185,6 @@ def _profile_window(prepared, team, spec, after) -> dict:
 def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info, after) -> None:
     """The probe, then the profiled iterations; fills `profile` in place, never raises
     (except KeyboardInterrupt). `after` (the team's step) runs after every iteration too."""
-    from couplescope.worker.engine import measure
-
     clock = prepared.clock
     limit = profile["max_ops"]
     t0 = perf_counter()

@@ -83,6 +83,11 @@ class Workload:
     relative_floor: float = 0.0
     #: sizes a preset sweeps by default (deep-linear); empty means just default_size
     sweep: tuple[int, ...] = ()
+    #: the optimizer and learning rate of --task train when --optimizer and --lr are not given
+    train_optimizer: str = "sgd"
+    train_lr: float = 0.01
+    #: why --task train cannot train this model (None: it can)
+    untrainable: str | None = None
 
     # -- what subclasses provide -------------------------------------------------------
     def build(self, size: int, dtype: str, seed: int):
@@ -108,6 +113,29 @@ class Workload:
 
         with torch.no_grad():
             return torch.jit.trace(module, example_inputs, check_trace=False)
+
+    def script_for_training(self, module, example_inputs: tuple):
+        """The TorchScript form a training step runs: scripted, so train-mode behaviour
+        (dropout, batch statistics) is kept (a trace records only the mode it ran in);
+        traced in train mode where scripting fails."""
+        import torch
+
+        module.train()
+        try:
+            return torch.jit.script(module)
+        except Exception:
+            return torch.jit.trace(module, example_inputs, check_trace=False)
+
+    def model_for_training(self, model):
+        """The model --task train trains (by default the model itself)."""
+        return model
+
+    def learning_task(self, size: int, dtype: str, seed: int, expected: dict):
+        """What --task train learns (couplescope.workloads.learning): by default a fixed
+        synthetic target; `expected` is the reference output of the host inputs."""
+        from couplescope.workloads.learning import SyntheticTarget
+
+        return SyntheticTarget(expected)
 
     def expected(self, module, arrays: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
         """The reference output of every call: the eager model run once in plain PyTorch on

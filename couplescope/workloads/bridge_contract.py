@@ -50,5 +50,6 @@ def check_contract(module, path: str, function: str = "compute") -> None:
     needed = ("initialize", function)
     missing = [f for f in needed if not callable(getattr(module, f, None))]
     if missing:
+        signature = "train(inputs, target)" if function == "train" else f"{function}(inputs, output)"
         raise UsageError(f"bridge module {path} lacks the contract function(s) {', '.join(missing)}; "
-                         "it must define initialize(config) and compute(inputs, output) (see docs/bridge.md)")
+                         f"it must define initialize(config) and {signature} (see docs/bridge.md)")

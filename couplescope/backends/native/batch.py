@@ -15,6 +15,7 @@ class NativeBatchRunner(BatchRunner):
                  before=lambda: None, inputs: dict | None = None) -> None:
         super().__init__(outputs, inputs)
         self.host, self.phase_names = host, phase_names
+        self.native = native
         self.before = before   # clears what a call before the batch left (the phase clock)
         self._slots = [native.OutputSlot(a.ctypes.data, self._nan[n].ctypes.data,
                                          self._snapshots[n].ctypes.data, a.nbytes)
@@ -22,12 +23,23 @@ class NativeBatchRunner(BatchRunner):
 
     def _calls(self, count: int, stop):
         self.before()
-        rows, errors, failure, extras, failed_after = self.host.call_batch(count, BATCH_SECONDS, self._slots)
+        feeds = []
+        if self.feeder is not None:   # a training batch: every step's inputs and targets
+            rows = self.feeder.fill_rows(count)
+            self._feeding = rows      # alive until the host has copied them
+            feeds = [self.native.InputSlot(array.ctypes.data, buffer.ctypes.data, array.nbytes)
+                     for array, buffer in rows.values()]
+        rows, errors, failure, extras, failed_after = self.host.call_batch(count, BATCH_SECONDS,
+                                                                           self._slots, feeds)
+        if self.feeder is not None and len(rows) < count:
+            self.feeder.unfill(count - len(rows))   # the steps not made: filled again next batch
         raw = []
         for row, error, extra in zip(rows, errors, extras):
-            phases = dict(extra or {})   # what the host's own Python timed (a bridge module)
+            extra = dict(extra or {})   # what the host's own Python timed (a bridge module)
+            loss = extra.pop("step_loss", None)   # a training step's loss (not its phase)
+            phases = extra
             for name, value in zip(self.phase_names, row[1:]):
                 if value:
                     phases[name] = phases.get(name, 0.0) + value
-            raw.append((row[0], phases, error))
+            raw.append((row[0], phases, error, {} if loss is None else {"loss": loss}))
         return raw, (failure, failed_after) if failure else None

@@ -199,8 +199,13 @@ class EmbeddedHost {
  public:
   // `after` is called after each call of a batch, outside the timed region: the phase
   // clock's reset, which returns the phases the module timed during that call
-  EmbeddedHost(py::object module, std::string function, std::vector<Call> calls, py::object after)
-      : module_(std::move(module)), function_(std::move(function)), after_(std::move(after)) {
+  // With `returns_loss` (a training step: train(inputs, target)) the value the function
+  // returns is read back as the step's loss: a float, or (done, loss) as pytorch-fortran's
+  // ftn_pytorch_train returns (is_completed, loss).
+  EmbeddedHost(py::object module, std::string function, std::vector<Call> calls, py::object after,
+               bool returns_loss)
+      : module_(std::move(module)), function_(std::move(function)), after_(std::move(after)),
+        returns_loss_(returns_loss) {
     asarray_ = py::module_::import("numpy").attr("asarray");  // forpy_initialize keeps it too
     for (const auto& c : calls) {
       std::vector<BufferSpec> ins;
@@ -230,7 +235,25 @@ class EmbeddedHost {
 
   static constexpr int kPhases = 2;
 
-  py::object after_call() { return after_.is_none() ? py::none() : after_(); }
+  // After each call of a batch: what the module's phase clock timed, and a training step's
+  // loss (the mean over the iteration's calls).
+  py::object after_call() {
+    py::object phases = after_.is_none() ? py::object(py::dict()) : after_();
+    if (returns_loss_) {
+      py::dict extra(phases);
+      extra["step_loss"] = take_loss();
+      return std::move(extra);
+    }
+    return phases;
+  }
+
+  // The losses the calls since the last look returned, and forget them (the python side).
+  py::list losses() {
+    py::list out;
+    for (double v : losses_) out.append(v);
+    losses_.clear();
+    return out;
+  }
 
   // One iteration: the whole call's seconds; marshal_in and marshal_out accumulated into
   // `phase`. A Python exception from the function is thrown as py::error_already_set.
@@ -268,6 +291,14 @@ class EmbeddedHost {
       }
       PhaseRange out_range(profiling_, "couplescope/marshal_out");
       t0 = Clock::now();
+      bool bad_loss = false;
+      if (returns_loss_ && result) {  // the loss, as a forpy caller unpacks the return value
+        PyObject* item = (PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 2)
+                             ? PyTuple_GET_ITEM(result, 1) : result;
+        const double value = PyFloat_AsDouble(item);
+        bad_loss = value == -1.0 && PyErr_Occurred();
+        if (!bad_loss) losses_.push_back(value);
+      }
       Py_XDECREF(result);
       Py_XDECREF(args);
       Py_XDECREF(output);
@@ -275,6 +306,10 @@ class EmbeddedHost {
       marshal_out += seconds(t0, Clock::now());
       out_range.end();
       if (!result) throw py::error_already_set();
+      if (bad_loss) {
+        PyErr_Clear();
+        throw py::type_error(function_ + " must return the loss (a float) or (done, loss)");
+      }
     }
     return seconds(start, Clock::now());
   }
@@ -312,11 +347,21 @@ class EmbeddedHost {
     BufferSpec output;
   };
 
+  double take_loss() {
+    double sum = 0;
+    for (double v : losses_) sum += v;
+    const double mean = losses_.empty() ? std::nan("") : sum / static_cast<double>(losses_.size());
+    losses_.clear();
+    return mean;
+  }
+
   py::object module_;
   std::string function_;
   py::object after_;
+  bool returns_loss_;
   py::object asarray_;
   std::vector<BufferCall> calls_;
+  std::vector<double> losses_;
   bool profiling_ = false;
 };
 
@@ -330,15 +375,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<Call>(m, "Call").def(py::init<std::vector<HostArray>, HostArray>());
   py::class_<OutputSlot>(m, "OutputSlot")
       .def(py::init<std::intptr_t, std::intptr_t, std::intptr_t, size_t>());
+  py::class_<InputSlot>(m, "InputSlot").def(py::init<std::intptr_t, std::intptr_t, size_t>());
   py::class_<DirectHost>(m, "DirectHost")
       .def(py::init<std::string, std::string, std::string, std::vector<Call>>())
       .def("load", &DirectHost::load)
       .def("call", &DirectHost::call)
       .def("call_batch", &run_batch<DirectHost>);
   py::class_<EmbeddedHost>(m, "EmbeddedHost")
-      .def(py::init<py::object, std::string, std::vector<Call>, py::object>())
+      .def(py::init<py::object, std::string, std::vector<Call>, py::object, bool>())
       .def("call", &EmbeddedHost::call)
+      .def("losses", &EmbeddedHost::losses)
       .def("call_batch", &run_batch<EmbeddedHost>);
   register_aoti(m);
-  m.attr("ABI") = 1;
+  register_train(m);
+  m.attr("ABI") = 2;
 }

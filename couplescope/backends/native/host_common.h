@@ -15,6 +15,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -106,6 +107,15 @@ struct OutputSlot {
   size_t bytes;
 };
 
+// A training batch's data: before iteration i the host array receives row i of a buffer the
+// engine filled ahead (the step's inputs and targets, as the simulation writes them each
+// time step), outside the timed region.
+struct InputSlot {
+  std::intptr_t host;     // the host array
+  std::intptr_t source;   // count * bytes: one row per iteration
+  size_t bytes;
+};
+
 // What the two libtorch hosts (DirectHost: TorchScript; AotiHost: an AOTInductor package)
 // share: the run's device, grad mode and calls, and the iteration loop. `Host` supplies
 // ready() (its model is loaded) and run(call, phase, error) (one forward call with its
@@ -165,14 +175,15 @@ class TorchHostBase {
   bool profiling_ = false;
 };
 
-// Runs up to `count` iterations, stopping after `budget` seconds (so a signal is handled
+// Runs up to `count` iterations (each fed its row of `feeds` first), stopping after `budget` seconds (so a signal is handled
 // soon) or at the first exception. Returns (rows, errors, failure): one row per finished
 // iteration (whole seconds, then the host's phases), the output error of each ("" when the
 // output was written), the failing iteration's message ("" when none failed), what the
 // host's after_call() returned for each finished iteration, and how long the failing call
 // ran before it threw.
 template <class Host>
-py::tuple run_batch(Host& host, int count, double budget, const std::vector<OutputSlot>& slots) {
+py::tuple run_batch(Host& host, int count, double budget, const std::vector<OutputSlot>& slots,
+                    const std::vector<InputSlot>& feeds) {
   constexpr int width = Host::kPhases + 1;
   std::vector<double> flat(static_cast<size_t>(count) * width, 0.0);  // allocated before the calls
   std::vector<std::string> errors;
@@ -185,6 +196,9 @@ py::tuple run_batch(Host& host, int count, double budget, const std::vector<Outp
   for (int i = 0; i < count; ++i) {
     for (const auto& s : slots)
       std::memcpy(reinterpret_cast<void*>(s.host), reinterpret_cast<const void*>(s.nan), s.bytes);
+    for (const auto& f : feeds)
+      std::memcpy(reinterpret_cast<void*>(f.host),
+                  reinterpret_cast<const char*>(f.source) + static_cast<size_t>(i) * f.bytes, f.bytes);
     double* row = flat.data() + static_cast<size_t>(i) * width;
     std::string error;
     const auto call_start = Clock::now();
@@ -223,5 +237,8 @@ py::tuple run_batch(Host& host, int count, double budget, const std::vector<Outp
 
 // Adds the AOTInductor host (aoti_host.cpp) to the extension module.
 void register_aoti(py::module_& m);
+
+// Adds the training host (train_host.cpp) to the extension module.
+void register_train(py::module_& m);
 
 }  // namespace couplescope_native

@@ -8,7 +8,8 @@ the worker's events and the telemetry samples, and returns diagnostics as dicts
 {check, level, message, setting}; the telemetry listener emits them as "diagnostic"
 events. Each check speaks at most once per variant.
 
-  oversubscribed   ranks x torch threads > cores available           (before the run)
+  oversubscribed   torch threads > cores available (before the run; MPI ranks: rank 0
+                   judges each node from the ranks' reports, backends/mpi/nodes.py)
   bound            a process is bound to fewer cores than its threads  (samples)
   idle_cores       one torch thread while cores it may use sit idle    (timed samples)
   rss_growth       the worker's RSS keeps growing across iterations,    (timed samples)
@@ -19,6 +20,8 @@ events. Each check speaks at most once per variant.
 from __future__ import annotations
 
 import statistics
+
+from couplescope.protocol import events
 
 MIB = 1024 * 1024
 #: RSS growth over the timed iterations that counts as a leak: at least this much ...
@@ -58,9 +61,9 @@ class Diagnostician:
 
         self.spec, self.cores = spec, max(1, int(cores))
         backend = backends.get(spec.backend)
-        self.ranks = backend.processes(spec)
+        self.ranks = backend.launcher(spec).processes(spec)
         self.mpi = self.ranks > 1          # several worker processes: the ranks of an MPI job
-        self.placement_known = backend.placement_known(spec)
+        self.placement_known = backend.launcher(spec).placement_known(spec)
         self._rank_hosts: dict = {}   # rank -> host, from rank_info (where srun put them)
         # a GPU idle behind a replayed graph is not launch-bound (the graph launches it all)
         self.replays_graphs = backend.coupling_backend(spec).launches_one_graph
@@ -90,40 +93,38 @@ class Diagnostician:
 
     def _oversubscribed(self) -> list[dict]:
         threads = self.threads
-        if not threads or self.ranks * threads <= self.cores or not self.placement_known:
+        if self.mpi or not threads or threads <= self.cores:
+            # MPI: rank 0 judges every node from the ranks' own placement (cores, threads,
+            # the node's CPUs), whichever node the parent runs on (backends/mpi/nodes.py)
             return []
-        if self.mpi and threads == 1:
-            return []   # ranks alone exceed the cores: rank 0 reports that per host (mpi_worker)
-        fit = max(1, self.cores // self.ranks)
-        who = f"{self.ranks} ranks x {threads} torch threads = {self.ranks * threads} threads" if self.mpi \
-            else f"{threads} torch threads"
-        more = " or fewer ranks (--ranks)" if self.mpi else ""
         return self._once("oversubscribed",
-                          f"{who} on {self.cores} available core(s): the threads compete for cores and "
-                          f"slow each other down; use --threads {fit}{more}",
-                          "--threads, --ranks" if self.mpi else "--threads")
+                          f"{threads} torch threads on {self.cores} available core(s): the threads "
+                          f"compete for cores and slow each other down; use --threads {self.cores}",
+                          "--threads")
 
     # -- events from the worker ------------------------------------------------------------
     def on_event(self, ev: dict) -> list[dict]:
-        kind = ev["event"]
+        ev = events.typed(ev)
+        kind = ev.event
         if kind == "rank_info" and not self.placement_known:
-            # a launcher that may place ranks elsewhere (srun, host lists) placed them all here
-            self._rank_hosts[ev.get("rank")] = ev.get("host")
-            if len(self._rank_hosts) == self.ranks and set(self._rank_hosts.values()) == {_here()}:
+            # a launcher that may place ranks elsewhere (srun, host lists) placed them all on
+            # one node, and that node is this host: the parent's cores are theirs
+            self._rank_hosts[ev.rank] = (ev.node or ev.host, ev.host)
+            places = set(self._rank_hosts.values())
+            if len(self._rank_hosts) == self.ranks and len(places) == 1 and places.pop()[1] == _here():
                 self.placement_known = True
-                return self._oversubscribed()
         if kind == "run_started" and self.default_threads is None:
-            threads = (ev.get("environment") or {}).get("torch_threads")
+            threads = (ev.environment or {}).get("torch_threads")
             if _num(threads) and threads >= 1:
                 self.default_threads = int(threads)
                 return self._oversubscribed()
-        elif kind == "iteration" and ev.get("kind") == "timed" and _num(ev.get("seconds")):
-            self.timed_seconds += ev["seconds"]
-            forward = (ev.get("phases") or {}).get("forward")
+        elif kind == "iteration" and ev.kind == "timed" and _num(ev.seconds):
+            self.timed_seconds += ev.seconds
+            forward = (ev.phases or {}).get("forward")
             self.forward_seconds += forward if _num(forward) else 0.0
-        elif kind == "iterations" and ev.get("kind") == "timed":
-            self.timed_seconds += sum(s for s in ev["seconds"] if _num(s))
-            self.forward_seconds += sum(f for f in (ev["phases"].get("forward") or []) if _num(f))
+        elif kind == "iterations" and ev.kind == "timed":   # the batch's columns: no call by call
+            self.timed_seconds += sum(s for s in ev.seconds if _num(s))
+            self.forward_seconds += sum(f for f in (ev.phases.get("forward") or []) if _num(f))
         return []
 
     # -- telemetry samples -----------------------------------------------------------------
@@ -135,7 +136,9 @@ class Diagnostician:
         found = self._bound(workers)
         if iteration.get("kind") != "timed":
             return found
-        rss = [p.get("rss") for p in workers]
+        # a node's sample of a multi-node job carries the job's total (the listener's sum of
+        # every node's latest), so the leak check sees the job, not one node after another
+        rss = [sample["job_rss"]] if "job_rss" in sample else [p.get("rss") for p in workers]
         index = iteration.get("index", 0)
         if rss and all(_num(r) for r in rss):
             if not self.rss or self.rss[-1][0] != index:

@@ -3,6 +3,13 @@
 Samples and diagnostics become "telemetry" and "diagnostic" events through the
 session, like any other event; see couplescope.core.telemetry.sampler for what a sample
 holds and why it is taken in the parent.
+
+A job whose ranks may run on other nodes (srun, host lists: Backend.samples_on_nodes)
+is sampled where its ranks run instead: the listener asks for node samplers through the
+worker's environment (contract.NODE_TELEMETRY_HZ_ENV), starts no sampler of its own
+(the parent must not sample a rank's process, even one that happens to run on this
+machine) and feeds the diagnostics from the node samples, which arrive as telemetry
+events labelled with their node: each check sees every node's latest sample at once.
 """
 
 from __future__ import annotations
@@ -11,9 +18,12 @@ import threading
 import time
 
 from couplescope.core.telemetry import diagnostics
-from couplescope.core.telemetry.gpu import GpuProbe
-from couplescope.core.telemetry.sampler import SamplerThread, TreeSampler, cores_available
+from couplescope.core.telemetry.sampler import SamplerThread, cores_available
+from couplescope.probes.gpu import GpuProbe
+from couplescope.probes.node import iteration_plan, running_after
+from couplescope.probes.tree import TreeSampler
 from couplescope.protocol import events
+from couplescope.protocol.contract import NODE_TELEMETRY_HZ_ENV
 from couplescope.protocol.listener import Listener
 
 
@@ -23,30 +33,22 @@ class IterationTracker:
     """Which iteration runs now, inferred from the last event (events arrive when one ends)."""
 
     def __init__(self, spec) -> None:
-        self.plan = [(k, n) for k, n in (("warmup", spec.warmup), ("timed", spec.iterations),
-                                          ("profiled", spec.profile_iterations)) if n > 0]
+        self.plan = iteration_plan(spec.warmup, spec.iterations, spec.profile_iterations)
         self.current = None
 
     def _after(self, kind, index):
-        kinds = [k for k, _ in self.plan]
-        if kind is None:
-            return {"kind": self.plan[0][0], "index": 1} if self.plan else None
-        if kind not in kinds:
-            return None
-        if index < dict(self.plan)[kind]:
-            return {"kind": kind, "index": index + 1}
-        later = kinds[kinds.index(kind) + 1:]
-        return {"kind": later[0], "index": 1} if later else None
+        return running_after(self.plan, kind, index)   # the node samplers' rule too
 
     def on_event(self, ev: dict) -> None:
-        kind = ev["event"]
+        ev = events.typed(ev)
+        kind = ev.event
         if kind == "model_loaded":
             self.current = self._after(None, 0)
         elif kind == "iteration":
-            self.current = self._after(ev.get("kind"), ev.get("index", 0))
+            self.current = self._after(ev.kind, ev.index)
         elif kind == "iterations":   # the last call of the batch
-            self.current = self._after(ev.get("kind"), ev["first_index"] + len(ev["seconds"]) - 1)
-        elif kind in ("variant_finished", "variant_failed"):
+            self.current = self._after(ev.kind, ev.last_index)
+        elif kind in events.ENDINGS:
             self.current = None
 
 
@@ -66,9 +68,23 @@ class TelemetryListener(Listener):
         self._gpu_notice: str | None = None   # "no GPU telemetry", said at the first model load
         self._diag: diagnostics.Diagnostician | None = None
         self._lock = threading.Lock()   # guards tracker and diagnostician (two threads use them)
+        self._nodes: dict[str, float | None] | None = None   # node -> its ranks' RSS, on node-sampled runs
+        self._job_rss = 0.0
 
     def attach(self, session) -> None:
         self._emit = session.emit
+
+    @staticmethod
+    def _on_nodes(spec) -> bool:
+        from couplescope import backends
+
+        return backends.get(spec.backend).launcher(spec).samples_on_nodes(spec)
+
+    def worker_env(self, spec) -> dict:
+        """Node samplers for a job whose ranks may run elsewhere; nothing otherwise."""
+        if self.hz > 0 and self._emit is not None and self._on_nodes(spec):
+            return {NODE_TELEMETRY_HZ_ENV: f"{self.hz:g}"}
+        return {}
 
     def _say(self, kind: str, **fields) -> None:
         self._emit(events.make(kind, self._variant, **fields))
@@ -85,6 +101,14 @@ class TelemetryListener(Listener):
             # telemetry off: the checks that need only the settings still run
             self._diagnose(diagnostics.Diagnostician(spec, cores_available()).before_run())
             return
+        with self._lock:
+            self._tracker = IterationTracker(spec)
+            self._diag = diagnostics.Diagnostician(spec, cores_available())
+            found = self._diag.before_run()
+        self._diagnose(found)
+        if self._on_nodes(spec):   # sampled on each node, by the job (couplescope.probes.node)
+            self._nodes, self._job_rss = {}, 0.0
+            return
         if self.gpu is None:
             self.gpu = GpuProbe()
             # said once per session, not per variant or sample, and only once a model has
@@ -92,16 +116,7 @@ class TelemetryListener(Listener):
             # its one line
             self._gpu_notice = None if self.gpu.available else (
                 f"telemetry: no GPU telemetry ({self.gpu.reason}); GPU values are n/a")
-        with self._lock:
-            self._tracker = IterationTracker(spec)
-            self._diag = diagnostics.Diagnostician(spec, cores_available())
-            found = self._diag.before_run()
-        self._diagnose(found)
-        from couplescope import backends
-
-        adopt = backends.get(spec.backend).workers_outside_tree(spec)   # srun's tasks
-        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu, adopt_workers=adopt), self.hz,
-                                     self._deliver)
+        self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu), self.hz, self._deliver)
         self._thread.start()
 
     def _deliver(self, sample: dict) -> None:
@@ -117,18 +132,54 @@ class TelemetryListener(Listener):
             self._diagnose(found)
 
     def on_event(self, ev: dict) -> None:
-        if ev["event"] == "model_loaded" and self._gpu_notice:
+        ev = events.typed(ev)
+        if ev.event == "model_loaded" and self._gpu_notice:
             notice, self._gpu_notice = self._gpu_notice, None
             self._say("log", verbatim=True, message=notice)
-        if ev["event"] in ("telemetry", "diagnostic", "log") or self._tracker is None:
+        if ev.event == "telemetry" and ev.node and self._nodes is not None:
+            self._node_sample(ev)
+            return
+        if ev.event in ("telemetry", "diagnostic", "log") or self._tracker is None:
             return
         with self._lock:
             self._tracker.on_event(ev)
             found = self._diag.on_event(ev) if self._diag is not None else []
         self._diagnose(found)
 
+    def _node_sample(self, ev: dict) -> None:
+        """A node's sample: the diagnostics judge its ranks (bound, GPUs; its cores when the
+        job has one node) and the job's memory, the sum of every node's latest worker RSS
+        kept by difference: a sample costs its own node's ranks, not the job's (1024 ranks
+        on 128 nodes send 1280 samples a second)."""
+        sample, node = ev["sample"], ev["node"]
+        workers = [p for p in sample.get("processes", []) if p.get("role") == "worker"]
+        rss = [p.get("rss") for p in workers]
+        mine = float(sum(rss)) if rss and all(diagnostics._num(r) for r in rss) else None
+        before = self._nodes.get(node)
+        self._nodes[node] = mine
+        if mine is not None and before is not None:
+            self._job_rss += mine - before
+        elif mine is not None:
+            self._job_rss += mine
+        elif before is not None:
+            self._job_rss -= before
+        known = all(v is not None for v in self._nodes.values())   # else no figure for the job
+        view = {"iteration": sample.get("iteration"), "processes": workers,
+                "system": sample.get("system", {}) if len(self._nodes) == 1 else {},
+                "gpu": sample.get("gpu", "n/a"), "job_rss": self._job_rss if known else None}
+        with self._lock:
+            found = self._diag.on_sample(view) if self._diag is not None else []
+        self._diagnose(found)
+
     def worker_ended(self, spec, proc) -> None:
         thread, self._thread = self._thread, None
+        if self._nodes is not None:   # node-sampled: no thread of ours, the checks' last look
+            self._nodes = None
+            with self._lock:
+                found = self._diag.finish() if self._diag else []
+                self._tracker = self._diag = None
+            self._diagnose(found)
+            return
         if thread is None:
             return
         thread.stop()

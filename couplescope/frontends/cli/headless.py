@@ -10,27 +10,45 @@ import signal
 import sys
 
 from couplescope.frontends.cli.parser import options_from
-from couplescope.protocol.contract import EXIT_NOT_SAVED, TRACE_SUFFIXES
+from couplescope.protocol.contract import TRACE_SUFFIXES
 
 
 def run_headless(args) -> int:
     from couplescope.core import pipeline, request
     from couplescope.frontends.cli.printer import HeadlessPrinter
 
-    req = request.build(options_from(args))
-    for note in req.notes:   # before the run: a variant that falls back to the python host
-        print(f"couplescope: {note}", file=sys.stderr)
+    workers = None
+    if args.replay:   # a recorded run, played as it was shown live (hidden; for developers)
+        from couplescope.core.replay import Recording
+        from couplescope.frontends.cli.parser import refuse_with_replay
+
+        refuse_with_replay(args)
+        recording = Recording.read(args.replay)
+        req, workers = recording.request(export=args.export), recording.workers()
+    else:
+        req = request.build(options_from(args))
     stream = sys.stderr if args.json else sys.stdout
     printer = HeadlessPrinter(len(req.specs), out=stream, quiet_iterations=args.quiet)
     try:
-        run = pipeline.Pipeline(req, [printer], announce=lambda path: printer.print(f"run directory: {path}"))
+        run = pipeline.Pipeline(req, [printer], announce=lambda path: printer.print(f"run directory: {path}"),
+                                workers=workers)
+        # before the run, once nothing can refuse it (bad input stays one line): a variant
+        # that falls back to the python host
+        for note in req.notes:
+            print(f"couplescope: {note}", file=sys.stderr)
         outcome = run.run()
     finally:
         printer.close()
-    if outcome.not_saved:
+    saved = outcome.run_directory and "results.json" not in outcome.missing
+    if outcome.not_saved and not saved:
+        others = [name for name in outcome.missing if name != "results.json"]
         printer.print(f"couplescope: results not saved: {outcome.not_saved}; the statistics above "
-                      "are what was measured", err=True)
-    elif outcome.run_directory:
+                      "are what was measured" + (f"; not written either: {', '.join(others)}" if others else ""),
+                      err=True)
+    elif outcome.not_saved:
+        printer.print(f"couplescope: export incomplete ({outcome.not_saved}): results.json was written; "
+                      f"not written: {', '.join(outcome.missing) or 'none'}", err=True)
+    if saved:
         printer.print(f"results: {os.path.join(outcome.run_directory, 'results.json')}")
         if outcome.summary_plot:
             printer.print(f"summary plot: {outcome.summary_plot}")
@@ -72,6 +90,6 @@ def run_headless(args) -> int:
             printer.print(f"{how}: stopped before the first timed iteration; nothing was measured"
                           + (", so nothing was exported" if req.export is not None and not outcome.run_directory
                              else ""), err=True)
-    if json_lost and not outcome.interrupted:
-        return EXIT_NOT_SAVED
+    if json_lost and not outcome.not_saved:   # the results document was not written either
+        outcome.not_saved = f"the JSON document could not be written to stdout: {json_lost}"
     return outcome.exit_code

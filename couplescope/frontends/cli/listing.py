@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 
 from couplescope.frontends import format as fmt
+
+
+def list_width(out) -> int | None:
+    """The width to wrap to: COLUMNS when it is set (piped or not: `COLUMNS=80 couplescope
+    --list > file` asks for 80), else the terminal's; piped output without COLUMNS keeps
+    one line per row, for grep and scripts."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if out.isatty() else None
 
 
 def print_list(out=None) -> None:
@@ -13,8 +24,7 @@ def print_list(out=None) -> None:
 
     out = out or sys.stdout
     cat = read_catalogue()
-    # wrap to the terminal; piped output keeps one line per row for grep and scripts
-    width = shutil.get_terminal_size().columns if out.isatty() else None
+    width = list_width(out)
     rows = [[name, f"{m['size_name']}={m['default_size']}", m["dtype"], m["summary"]]
             for name, m in cat.models.items()]
     out.write("models (--model NAME, --size sets the size parameter):\n")

@@ -6,50 +6,55 @@ Imports neither torch nor textual, so `couplescope --help` is instant.
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
 
-from couplescope.core.request import RunOptions, split_list
+from couplescope.core.request import RunOptions
+from couplescope.protocol import options as declared
 from couplescope.protocol.contract import EXIT_CODES
+from couplescope.protocol.errors import UsageError
 
-EXAMPLES = """\
-examples:
-  couplescope --preset stride512 --export      the reference StrideNet benchmark, saved to ./couplescope-runs
-  couplescope --model cgdrag --size 1024 --backend torchscript,bridge
-  couplescope --model simplenet --backend torchscript,bridge --threads 1   FTorch vs forpy, per call
-  couplescope --model simplenet --host native,python   compiled caller vs Python caller
-  couplescope --model stride --size 64 --layout c   the transposition bug: its checks FAIL
-  couplescope --model net.pt --input-shape 8,16 --dtype float32
-  couplescope --list                           models, backends, presets and devices
-  couplescope --tensorboard couplescope-runs/<run>   open a run's traces in TensorBoard
-  couplescope --tui --preset cgdrag            the interactive app, filled in
-  couplescope --plot couplescope-runs/<run> --output run.png   a saved run as a picture (or .svg)
-  couplescope --compare base.json couplescope-runs/<run>   slower than the base? exit 1 if so
+#: (command, what it does): --help's examples, each command on its own line
+EXAMPLES = (
+    ("couplescope --preset stride512 --export", "the reference StrideNet benchmark, saved to ./couplescope-runs"),
+    ("couplescope --model cgdrag --size 1024 --backend torchscript,bridge", "direct vs embedded Python"),
+    ("couplescope --model simplenet --backend torchscript,bridge --threads 1", "FTorch vs forpy, per call"),
+    ("couplescope --model simplenet --host native,python", "compiled caller vs Python caller"),
+    ("couplescope --model stride --size 64 --layout c", "the transposition bug: its checks FAIL"),
+    ("couplescope --model net.pt --input-shape 8,16 --dtype float32", "your TorchScript model"),
+    ("couplescope --list", "models, backends, presets and devices"),
+    ("couplescope --tensorboard couplescope-runs/<run>", "open a run's traces in TensorBoard"),
+    ("couplescope --tui --preset cgdrag", "the interactive app, filled in"),
+    ("couplescope --plot couplescope-runs/<run> --output run.png", "a saved run as a picture (or .svg)"),
+    ("couplescope --compare base.json couplescope-runs/<run>", "slower than the base? exit 1 if so"),
+)
 
-exit codes: {codes}.
-docs: docs/ in the source tree (usage, presets, results schema, bridge contract).
-""".format(codes=", ".join(f"{code} {what}" for code, what in EXIT_CODES.items()))
+DESCRIPTION = ("Measure what each way of coupling a simulation code to a PyTorch model costs "
+               "(direct TorchScript as FTorch does, embedded Python as forpy does, CUDA Graphs, "
+               "MPI fan-out) and check that it still gives the right answer.")
 
-#: command-line option -> RunSpec field, for the options that override a preset
-SPEC_OPTIONS = ("model", "backend", "size", "host", "grad_mode", "bridge_model", "device", "dtype", "layout", "warmup",
-                "iterations", "threads", "seed", "reload_every_call", "input_shape",
-                "profile_iterations", "profile_max_ops", "pinned", "ranks", "inner_backend", "launcher",
-                "launcher_args", "oversubscribe")
+
+def help_width() -> int:
+    """--help's width: the terminal's (COLUMNS), at most 100, at least 40."""
+    return max(40, min(100, shutil.get_terminal_size((80, 24)).columns) - 2)
+
+
+def epilog(width: int) -> str:
+    """The examples, the exit codes and where the docs are, wrapped to `width`."""
+    lines = ["examples:"]
+    for command, what in EXAMPLES:
+        lines.append(textwrap.fill(command, width, initial_indent="  ", subsequent_indent="      "))
+        lines.append(textwrap.fill(what, width, initial_indent="      ", subsequent_indent="      "))
+    codes = ", ".join(f"{code} {what}" for code, what in EXIT_CODES.items())
+    lines += ["", textwrap.fill(f"exit codes: {codes}.", width),
+              textwrap.fill("docs: docs/ in the source tree (usage, options, presets, results "
+                            "schema, bridge contract).", width)]
+    return "\n".join(lines)
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, like every other bad input
         self.exit(2, f"couplescope: {message} (see couplescope --help)\n")
-
-
-def _int_at_least(low: int):
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low} (got {value})")
-        return value
-    return convert
 
 
 def _percent(text: str) -> float:
@@ -62,67 +67,55 @@ def _percent(text: str) -> float:
     return value
 
 
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def option_help(option: declared.Option, backend_names=()) -> str:
+    """An option's --help text: its help, the choices the registry knows, its default."""
+    text = option.help
+    if option.source == "backends" and backend_names:
+        text += f" ({', '.join(backend_names)})"
+    if option.kind is bool:
+        return text
+    return f"{text} (default: {option.default_words()})"
+
+
+def add_option(group, option: declared.Option, backend_names=()) -> None:
+    """One declared option as a flag. Values stay text here: Option.parse checks them in
+    options_from, the same check a preset's or the form's value gets."""
+    kwargs = {"help": option_help(option, backend_names), "dest": option.name}
+    if option.kind is bool:
+        kwargs.update(action="store_true", default=None)
+    else:
+        kwargs["metavar"] = option.metavar or "VALUE"
+        if option.const is not None:
+            kwargs.update(nargs="?", const=option.const)
+    group.add_argument(option.flag, **kwargs)
+
+
 def build_parser() -> Parser:
+    from couplescope import backends
+
+    width = help_width()
     p = Parser(prog="couplescope", formatter_class=argparse.RawDescriptionHelpFormatter,
-               description="Measure what each way of coupling a simulation code to a PyTorch model "
-                           "costs (direct TorchScript as FTorch does, embedded Python as forpy does, "
-                           "CUDA Graphs, MPI fan-out) and check that it still gives the right answer.",
-               epilog=EXAMPLES)
-    what = p.add_argument_group("what to run")
-    what.add_argument("--preset", metavar="NAME|FILE", help="a named preset (see --list) or a TOML file")
-    what.add_argument("--model", metavar="NAME|FILE",
-                      help="a catalogue model (see --list), a TorchScript .pt file, a .py module (bridge "
-                           "module, or make_model for aoti) or a .pt2 exported program (aoti)")
-    what.add_argument("--backend", metavar="NAME[,NAME]",
-                      help="coupling: torchscript (default), bridge, aoti, cudagraph, mpi; a comma list runs each")
-    what.add_argument("--size", metavar="N[,N]",
-                      help="the model's size parameter (see --list); a comma list sweeps it")
-    what.add_argument("--host", metavar="NAME[,NAME]",
-                      help="who makes the calls: native (default: C++ against libtorch, what a Fortran "
-                           "code pays through FTorch or forpy; compiled on first use and cached) or "
-                           "python (the worker's Python loop, what a Python code pays); a comma list "
-                           "runs each")
-    what.add_argument("--grad-mode", metavar="MODE",
-                      help="guard around forward: no_grad (default, as FTorch's AutoGradMode(false)) "
-                           "or inference (torch's InferenceMode: what FTorch would gain)")
-    what.add_argument("--bridge-model", choices=("eager", "torchscript", "compiled"),
-                      help="what the bridge module runs: the Python runtime, a TorchScript file "
-                           "(default torchscript) or the Python runtime under torch.compile")
-    what.add_argument("--device", metavar="DEV", help="cpu (default), cuda or cuda:N")
-    what.add_argument("--dtype", metavar="TYPE", help="float32, float64 or float16 (default: the model's)")
-    what.add_argument("--layout", metavar="ORDER",
-                      help="fortran (default, correct) or c: read the column-major host memory as "
-                           "row-major, the classic transposition bug")
-    what.add_argument("--input-shape", metavar="SHAPE",
-                      help="input shape(s) for a .pt model or a .py module without make_inputs, e.g. 8,16 "
-                           "or 8,16;8,1")
-    how = p.add_argument_group("how to measure")
-    how.add_argument("--iterations", type=_int_at_least(1), metavar="N", help="timed iterations (default 10)")
-    how.add_argument("--warmup", type=_int_at_least(0), metavar="N",
-                     help="warm-up iterations, reported but not in the statistics (default 1)")
-    how.add_argument("--threads", type=_int_at_least(1), metavar="N",
-                     help="torch intra-op threads (default: torch's own)")
-    how.add_argument("--seed", type=_int_at_least(0), metavar="N", help="seed for weights and inputs (default 0)")
-    how.add_argument("--memory-limit", metavar="SIZE",
-                     help="memory a variant may plan to use, e.g. 16G, or none (default: half of what "
-                          "is available here); a size whose estimate exceeds it is refused before "
-                          "anything is allocated")
-    how.add_argument("--reload-every-call", action="store_true", default=None,
-                     help="load the model inside every call (FTorch's looping example: what not to do)")
-    prof = p.add_argument_group("profiling and traces")
-    prof.add_argument("--profile-iterations", type=_int_at_least(0), metavar="N",
-                      help="iterations profiled with torch.profiler after the timed ones, never in the "
-                           "statistics; 0 turns profiling off")
-    prof.add_argument("--profile-max-ops", type=_int_at_least(1), metavar="N",
-                      help="profile only when the window records at most N operators (default 10000): "
-                           "a trace of an element-by-element model such as stride at N=512 would take "
-                           "minutes and gigabytes")
-    prof.add_argument("--export", nargs="?", const="couplescope-runs", metavar="DIR",
-                      help="write results.json, events.jsonl and traces to a new run directory in DIR "
-                           "(default ./couplescope-runs)")
-    prof.add_argument("--tensorboard", metavar="RUN_DIR",
+               description=textwrap.fill(DESCRIPTION, width), epilog=epilog(width))
+    groups = {name: p.add_argument_group(name) for name in declared.GROUPS}
+    groups["what to run"].add_argument("--preset", metavar="NAME|FILE",
+                                       help="a named preset (see --list) or a TOML file")
+    names = backends.names()
+    for option in declared.OPTIONS:
+        add_option(groups[option.group], option, names)
+    what = groups["profiling and traces"]
+    what.add_argument("--tensorboard", metavar="RUN_DIR",
                       help="open a run directory's traces in TensorBoard on 127.0.0.1")
-    prof.add_argument("--port", type=_int_at_least(1), metavar="N", help="TensorBoard port (default: a free one)")
+    what.add_argument("--port", type=_whole, metavar="N", help="TensorBoard port (default: a free one)")
     saved = p.add_argument_group("saved runs (a run directory, or a results document from --json)")
     saved.add_argument("--plot", nargs="+", metavar="RUN",
                        help="draw runs: median vs size for sweeps, distributions, calls with phases stacked")
@@ -132,24 +125,15 @@ def build_parser() -> Parser:
                             "exit 1 when a variant is slower by more than --threshold")
     saved.add_argument("--threshold", type=_percent, metavar="PCT",
                        help="how much slower counts as a regression for --compare (default 5)")
-    tele = p.add_argument_group("telemetry")
-    tele.add_argument("--telemetry-hz", type=float, metavar="HZ", default=10.0,
-                      help="CPU/GPU sampling rate while a run goes (default 10; 0 turns it off)")
-    gpu = p.add_argument_group("GPU")
-    gpu.add_argument("--pinned", action="store_true", default=None, help="pinned host memory for device copies")
-    mpi = p.add_argument_group("MPI (--backend mpi)")
-    mpi.add_argument("--ranks", type=int, metavar="R", help="MPI ranks (at least 2; default 2)")
-    mpi.add_argument("--inner-backend", metavar="NAME", help="the coupling each rank runs (default torchscript)")
-    mpi.add_argument("--launcher", metavar="NAME", help="mpiexec (default) or srun")
-    mpi.add_argument("--launcher-args", metavar="ARGS", help="extra arguments for the launcher, quoted")
-    mpi.add_argument("--oversubscribe", action="store_true", default=None,
-                     help="allow more ranks than cores (passed to mpiexec)")
-    out = p.add_argument_group("output")
+    out = groups["output"]
     out.add_argument("--list", action="store_true", help="list models, backends, presets and devices")
     out.add_argument("--json", action="store_true", help="print the results document on stdout")
     out.add_argument("--quiet", action="store_true", help="print FAILED iterations only, not every PASSED one")
     out.add_argument("--tui", action="store_true", help="open the interactive app with these options filled in")
     out.add_argument("--debug", action="store_true", help="show tracebacks")
+    # hidden, for developers (hyperfine's --debug-mode): play a recorded events.jsonl (or a
+    # run directory) through the printer or, with --tui, the app, as it was shown live
+    out.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
     out.add_argument("--version", action="version", version=_version())
     return p
 
@@ -178,18 +162,32 @@ def _glue_pass_through(argv: list[str]) -> list[str]:
     return out
 
 
+def refuse_with_replay(args) -> None:
+    """--replay plays a run as it was recorded: options that say what to run or how to
+    measure would be silently ignored, so they are refused (UsageError)."""
+    given = (["--preset"] if args.preset is not None else []) + [
+        option.flag for option in declared.OPTIONS
+        if option.name != "export" and getattr(args, option.name, None) is not None]
+    if given:
+        raise UsageError(f"--replay plays a recorded run as it was made; it takes no {', '.join(given)}")
 
 
 def options_from(args) -> RunOptions:
-    """The parsed command line as RunOptions: lists split, the spec fields the user set."""
-    from couplescope.protocol.spec import parse_input_shape
-
-    overrides = {}
-    for key in SPEC_OPTIONS:
-        value = getattr(args, key, None)
-        if value is None or key in ("model", "backend", "size", "host"):
+    """The parsed command line as RunOptions: every declared option the user set, parsed
+    and checked by its declaration (Option.parse); sweep options as lists."""
+    values, lists, overrides = {}, {}, {}
+    for option in declared.OPTIONS:
+        text = getattr(args, option.name, None)
+        if text is None:
             continue
-        overrides[key] = parse_input_shape(value) if key == "input_shape" else value
-    return RunOptions(preset=args.preset, model=args.model, backends=split_list(args.backend),
-                      sizes=split_list(args.size, int), hosts=split_list(args.host), overrides=overrides, export=args.export,
-                      telemetry_hz=args.telemetry_hz, memory_limit=args.memory_limit)
+        if option.sweep:
+            lists[option.name] = option.parse_list(text)
+        elif option.kind is bool:
+            values[option.name] = bool(text)
+        else:
+            values[option.name] = option.parse(text)
+    model = values.pop("model", None)
+    run = {o.name: values.pop(o.name) for o in declared.RUN_OPTIONS if o.name in values}
+    overrides.update(values)
+    return RunOptions(preset=args.preset, model=model, backends=lists.get("backend"),
+                      sizes=lists.get("size"), hosts=lists.get("host"), overrides=overrides, **run)

@@ -17,6 +17,7 @@ import time
 
 from couplescope.frontends import format as fmt
 from couplescope.frontends.cli.ranks_report import report_lines
+from couplescope.frontends.cli.step_lines import PER_RANK_LINES, StepLines
 from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
@@ -96,6 +97,8 @@ class HeadlessPrinter(Listener):
         self._compiled = {}   # variant -> its model_compiled event, printed under its header
         self._specs: dict[str, dict] = {}   # variant -> its spec (from run_started)
         self._finished: set[str] = set()    # variants that ran to their end
+        self._steps: dict[str, StepLines] = {}   # variant -> its steps, for a job of many ranks
+        self._training: dict[str, dict] = {}   # --task train variants: model_loaded's training
         self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
@@ -116,6 +119,12 @@ class HeadlessPrinter(Listener):
             except OSError:
                 self.gone = True
 
+    def _paint_words(self, line: str) -> str:
+        for word, color in (("PASSED", GREEN), ("FAILED", RED)):
+            if line.startswith(word):
+                return self._paint(word, color) + line[len(word):]
+        return line
+
     def status(self, text: str) -> None:
         self.progress.text = text
 
@@ -123,151 +132,195 @@ class HeadlessPrinter(Listener):
     def on_event(self, ev: dict) -> None:
         handler = getattr(self, "_on_" + ev["event"], None)
         if handler:
-            handler(ev)
+            handler(events.typed(ev))
 
-    def _on_run_started(self, ev):
+    def _on_run_started(self, ev: events.RunStarted):
         # The header waits for the model to load: bad input then prints one line only.
         self.count += 1
         self._started = ev
-        self._specs[ev["variant"]] = ev["spec"]
-        spec = ev["spec"]
-        if spec.get("backend") == "aoti" or (spec.get("backend") == "bridge" and spec.get("bridge_model") == "compiled"):
-            self.status(f"{ev['variant']}: building, compiling (or finding the compiled model in the cache) "
+        self._specs[ev.variant] = ev["spec"]
+        spec = ev.run_spec
+        if compiles_on_load(spec):
+            self.status(f"{ev.variant}: building, compiling (or finding the compiled model in the cache) "
                         "and loading the model")
         else:
-            self.status(f"{ev['variant']}: building and loading the model")
+            self.status(f"{ev.variant}: building and loading the model")
 
-    def _on_model_compiled(self, ev):
-        self._compiled[ev["variant"]] = ev   # printed under the header, which waits for the load
+    def _on_model_compiled(self, ev: events.ModelCompiled):
+        self._compiled[ev.variant] = ev   # printed under the header, which waits for the load
 
-    def _print_header(self, ev):
-        spec = ev["spec"]
-        what = [ev.get("coupling") or spec["backend"], spec["device"]]
-        if spec["layout"] != "fortran":
-            what.append(f"layout {spec['layout']}")
-        self.print(f"== {ev['variant']} ({self.count}/{self.total}): {spec['model']}, {', '.join(what)}, "
-                   f"{spec['warmup']} warm-up + {spec['iterations']} iterations ==")
-        self._expected[ev["variant"]] = (spec["warmup"], spec["iterations"])
+    def _print_header(self, ev: events.RunStarted):
+        spec = ev.run_spec
+        what = [ev.coupling or spec.backend, spec.device]
+        if spec.layout != "fortran":
+            what.append(f"layout {spec.layout}")
+        unit = "steps" if spec.task == "train" else "iterations"
+        self.print(f"== {ev.variant} ({self.count}/{self.total}): {spec.model}, {', '.join(what)}, "
+                   f"{spec.warmup} warm-up + {spec.iterations} {unit} ==")
+        self._expected[ev.variant] = (spec.warmup, spec.iterations)
 
     def _running_next(self, variant: str, kind: str, index: int) -> None:
         """Status text for what runs now: the iteration after the one just reported."""
         warmup, timed = self._expected.get(variant, (0, 0))
+        unit = "step" if variant in self._training else "iteration"
         if kind == "warmup" and index < warmup:
             self.status(f"{variant}: warm-up {index + 1}/{warmup}")
         elif kind in ("loaded", "warmup") or (kind == "timed" and index < timed):
             n = index + 1 if kind == "timed" else 1
-            self.status(f"{variant}: iteration {n}/{timed}")
+            self.status(f"{variant}: {unit} {n}/{timed}")
         else:
             self.status(f"{variant}: profiling and finishing")
 
-    def _on_model_loaded(self, ev):
+    def _on_model_loaded(self, ev: events.ModelLoaded):
+        if (ev.ranks or 0) > PER_RANK_LINES:
+            self._steps[ev.variant] = StepLines(ev.ranks)
+        if ev.training:
+            self._training[ev.variant] = ev.training
         self._print_header(self._started)
-        warmup = self._expected.get(ev["variant"], (0, 0))[0]
-        self._running_next(ev["variant"], "warmup" if warmup else "loaded", 0)
-        compiled = self._compiled.pop(ev["variant"], None)
+        warmup = self._expected.get(ev.variant, (0, 0))[0]
+        self._running_next(ev.variant, "warmup" if warmup else "loaded", 0)
+        compiled = self._compiled.pop(ev.variant, None)
         if compiled is not None:
             self.print(fmt.compiled_line(compiled))
-        m = ev
-        shapes = ", ".join(f"{n} {tuple(s)}" for n, s in m.get("inputs", {}).items())
-        self.print(f"model loaded in {fmt.seconds(ev['seconds'])} (size {m.get('size')}, {m.get('dtype')}, "
-                   f"inputs {shapes}, tolerance {m.get('tolerance')})")
+        shapes = ", ".join(f"{n} {tuple(s)}" for n, s in (ev.inputs or {}).items())
+        self.print(f"model loaded in {fmt.seconds(ev.seconds)} (size {ev.size}, {ev.dtype}, "
+                   f"inputs {shapes}, tolerance {ev.tolerance})")
+        if ev.training:
+            t = ev.training
+            self.print(f"training: {t['task']}; {t['optimizer']}, learning rate {t['lr']:g}, "
+                       f"{t['loss']} loss; the first step checked against eager PyTorch within "
+                       f"{t['gradient_tolerance']:g}")
 
-    def _on_iterations(self, ev):
+    def _on_iterations(self, ev: events.Iterations):
         """A batch of calls: quiet timed batches that all passed print nothing, so they
         are only counted (the parent's work stays proportional to what is shown)."""
-        if ev["kind"] == "timed" and self.quiet_iterations and all(ev["passed"]):
-            self._running_next(ev["variant"], "timed", ev["first_index"] + len(ev["seconds"]) - 1)
+        if ev.kind == "timed" and self.quiet_iterations and all(ev.passed):
+            self._running_next(ev.variant, "timed", ev.last_index)
             return
-        for one in events.expand(ev):
-            self._on_iteration(one)
+        for call in ev.calls:
+            self._on_iteration(call)
 
-    def _on_iteration(self, ev):
-        v = ev["variant"]
-        word = self._paint("PASSED", GREEN) if ev["passed"] else self._paint("FAILED", RED)
-        where = f" on rank {ev['rank']}" if ev.get("rank") is not None else ""
-        line = (f"{word} :: [check iteration {ev['index']}{where} ({fmt.seconds(ev['seconds'])})] "
-                f"maximum relative error = {fmt.sci(ev['max_rel_error'])}")
-        if ev.get("error"):
-            line += f" ({ev['error']})"
-        if ev["kind"] == "timed":
-            if not self.quiet_iterations or not ev["passed"]:
+    def _on_iteration(self, ev: events.Iteration):
+        v = ev.variant
+        steps = self._steps.get(v)
+        if steps is not None and ev.rank is not None and ev.kind != "profiled":
+            self._on_rank_call(ev, steps)
+            return
+        word = self._paint("PASSED", GREEN) if ev.passed else self._paint("FAILED", RED)
+        where = f" on rank {ev.rank}" if ev.rank is not None else ""
+        if ev.loss is not None:   # a training step: its loss, as example 11 logs it
+            line = (f"{word} :: [training step {ev.index}{where} ({fmt.seconds(ev.seconds)})] "
+                    f"loss = {fmt.sci(ev.loss)}")
+        else:
+            line = (f"{word} :: [check iteration {ev.index}{where} ({fmt.seconds(ev.seconds)})] "
+                    f"maximum relative error = {fmt.sci(ev.max_rel_error)}")
+        if ev.error:
+            line += f" ({ev.error})"
+        if ev.kind == "timed":
+            if not self.quiet_iterations or not ev.passed:
                 self.print(line)
-            self._running_next(v, "timed", ev["index"])
-        elif ev["kind"] == "warmup":
+            self._running_next(v, "timed", ev.index)
+        elif ev.kind == "warmup":
             self._warm.setdefault(v, []).append(ev)
-            if not ev["passed"]:
+            if not ev.passed:
                 self.print(f"warm-up {line}")
-            self._running_next(v, "warmup", ev["index"])
+            self._running_next(v, "warmup", ev.index)
         else:
             self._profiled.setdefault(v, []).append(ev)
-            self.status(f"{v}: profiling, iteration {ev['index'] + 1}")
+            self.status(f"{v}: profiling, iteration {ev.index + 1}")
 
-    def _on_variant_finished(self, ev):
-        self._finished.add(ev["variant"])
+    def _on_rank_call(self, ev: events.Iteration, steps: StepLines) -> None:
+        """A call of one rank of many: its own line only when its check failed; the step's
+        line once every rank has reported it."""
+        v = ev.variant
+        if not ev.passed:
+            self.print(f"{'warm-up ' if ev.kind == 'warmup' else ''}{self._paint('FAILED', RED)} :: "
+                       f"[check iteration {ev.index} on rank {ev.rank} ({fmt.seconds(ev.seconds)})] "
+                       f"maximum relative error = {fmt.sci(ev.max_rel_error)}"
+                       + (f" ({ev.error})" if ev.error else ""))
+        if ev.kind == "warmup":
+            self._warm.setdefault(v, []).append(ev)
+        for kind, index, step in steps.add(ev):
+            self._step_line(v, kind, index, step, steps.ranks)
 
-    def _on_variant_failed(self, ev):
-        kind = ev.get("kind")
-        if kind == "interrupted":
-            kept = ("what was measured is kept" if ev["variant"] in self._expected
+    def _step_line(self, v: str, kind: str, index: int, step, ranks: int) -> None:
+        if kind == "timed" and (not self.quiet_iterations or step.failed):
+            word = self._paint("PASSED", GREEN) if not step.failed else self._paint("FAILED", RED)
+            who = f"{ranks} ranks" if step.count == ranks else f"{step.count} of {ranks} ranks"
+            failed = f", {step.failed} failed" if step.failed else ""
+            self.print(f"{word} :: [check iteration {index} on {who}{failed} (slowest: rank "
+                       f"{step.slowest_rank}, {fmt.seconds(step.slowest)})] largest maximum relative "
+                       f"error = {fmt.sci(step.max_error)}")
+        self._running_next(v, kind, index)
+
+    def _on_variant_finished(self, ev: events.VariantFinished):
+        self._finished.add(ev.variant)
+
+    def _on_variant_failed(self, ev: events.VariantFailed):
+        if ev.kind == "interrupted":
+            kept = ("what was measured is kept" if ev.variant in self._expected
                     else "before its model loaded; nothing measured")
-            self.print(self._paint(f"{ev['variant']}: interrupted; {kept}", YELLOW), err=True)
-        elif kind == "usage":
-            self.print(f"couplescope: {ev['reason']}", err=True)
+            self.print(self._paint(f"{ev.variant}: interrupted; {kept}", YELLOW), err=True)
+        elif ev.kind == "usage":
+            self.print(f"couplescope: {ev.reason}", err=True)
         else:
-            self.print(f"couplescope: {ev['variant']}: {ev['reason']}", err=True)
+            self.print(f"couplescope: {ev.variant}: {ev.reason}", err=True)
 
     #: how many of a worker's last printed lines the terminal shows (all are in events.jsonl
     #: and, exported, in <variant>.output.log)
     OUTPUT_LINES_SHOWN = 20
 
-    def _on_worker_output(self, ev):
+    def _on_worker_output(self, ev: events.WorkerOutput):
         """What the worker printed (a user module's print()s), on stderr, each line prefixed
         with the variant: it arrives when the worker has ended, after its measurements.
         Shown for a user's module, or a variant that did not finish (fmt.shows_output)."""
-        v, lines, total = ev["variant"], ev["lines"], ev["total"]
+        v = ev.variant
         if not fmt.shows_output(self._specs.get(v), v in self._finished):
             return
-        shown = lines[-self.OUTPUT_LINES_SHOWN:]
-        if total > len(shown):
-            self.print(f"{v}: the worker printed {total} lines; the last {len(shown)}:", err=True)
+        shown = ev.lines[-self.OUTPUT_LINES_SHOWN:]
+        if ev.total > len(shown):
+            self.print(f"{v}: the worker printed {ev.total} lines; the last {len(shown)}:", err=True)
         for line in shown:
             self.print(f"{v} | {line}", err=True)
 
-    def _on_host_build(self, ev):
-        if ev["status"] == "building":
-            self.print(f"couplescope: {ev['message']} ...", err=True)
-            self.status(f"{ev['variant']}: building the native host (first use)")
-        elif ev["status"] == "built":
-            self.print(f"couplescope: native host built in {fmt.seconds(ev['seconds'])}; "
-                       f"later runs reuse it from {ev['directory']}", err=True)
+    def _on_host_build(self, ev: events.HostBuild):
+        if ev.status == "building":
+            self.print(f"couplescope: {ev.message} ...", err=True)
+            self.status(f"{ev.variant}: building the native host (first use)")
+        elif ev.status == "built":
+            self.print(f"couplescope: native host built in {fmt.seconds(ev.seconds)}; "
+                       f"later runs reuse it from {ev.directory}", err=True)
 
-    def _on_diagnostic(self, ev):
-        self.print(self._paint(f"warning: {ev['message']}", YELLOW), err=True)
+    def _on_diagnostic(self, ev: events.Diagnostic):
+        self.print(self._paint(f"warning: {ev.message}", YELLOW), err=True)
 
-    def _on_log(self, ev):
+    def _on_log(self, ev: events.Log):
         # verbatim: lines shaped like a reference example's output (MPI's per-rank input/output)
-        if ev.get("verbatim"):
-            self.print(ev["message"])
-        elif ev["variant"]:
-            self.print(f"{ev['variant']}: {ev['message']}")
+        if ev.verbatim:
+            self.print(ev.message)
+        elif ev.variant:
+            self.print(f"{ev.variant}: {ev.message}")
         else:   # the run's own (the export failing)
-            self.print(f"couplescope: {ev['message']}", err=True)
+            self.print(f"couplescope: {ev.message}", err=True)
 
     def variant_done(self, builder) -> None:
         name = list(builder.variants)[-1]
+        steps = self._steps.pop(name, None)
+        for kind, index, step in steps.rest() if steps is not None else ():   # a job that ended early
+            self._step_line(name, kind, index, step, steps.ranks)
         v = builder.variants[name]
         if not v.iterations:
             return
         s = v.stats()
         warm = self._warm.get(name, [])
         if warm:
-            ok = all(w["passed"] for w in warm)
-            self.print(f"warm-up: {len({w['index'] for w in warm})} iteration(s), first {fmt.seconds(warm[0]['seconds'])}, "
+            ok = all(w.passed for w in warm)
+            self.print(f"warm-up: {len({w.index for w in warm})} iteration(s), first {fmt.seconds(warm[0].seconds)}, "
                        f"checks {'passed' if ok else 'FAILED'} (not in the statistics)")
         prof = self._profiled.get(name, [])
         if prof:
-            self.print(f"profiled: {len({p['index'] for p in prof})} iteration(s), median "
-                       f"{fmt.seconds(stats.summarize([p['seconds'] for p in prof])['median'])} "
+            self.print(f"profiled: {len({p.index for p in prof})} iteration(s), median "
+                       f"{fmt.seconds(stats.summarize([p.seconds for p in prof])['median'])} "
                        "(not in the statistics)")
         for line in format_lines(v.summary.get("trace_summary") or {}):
             self.print(line)
@@ -281,8 +334,10 @@ class HeadlessPrinter(Listener):
                                                           for k, p in phases.items()))
             for w in v.warnings():
                 self.print(self._paint(f"note: {w}", YELLOW))
+        for line in training_lines(v.summary.get("training"), v):
+            self.print(self._paint_words(line))
         if ranks.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
-            for line in report_lines(v.iterations, v.summary.get("ranks")):
+            for line in report_lines(v.iterations, v.ranks, v.mpi_summary()):
                 self.print(line)
         if getattr(v, "telemetry", None) is not None:
             from couplescope.results.telemetry import summary_line
@@ -301,13 +356,69 @@ class HeadlessPrinter(Listener):
         self.progress.close()
 
 
+def compiles_on_load(spec) -> bool:
+    """Whether the variant's first load compiles its model (the backend says; a recorded
+    backend this installation does not know compiles nothing)."""
+    from couplescope import backends
+    from couplescope.protocol.errors import UsageError
+
+    try:
+        return backends.get(spec.backend).compiles_on_load(spec)
+    except (UsageError, ImportError):
+        return False
+
+
+def fortran_e(value: float) -> str:
+    """Fortran's E10.4 as FTorch's allclose prints a tolerance: 0.1000E-02."""
+    if value == 0:
+        return "0.0000E+00"
+    import math
+
+    exponent = math.floor(math.log10(abs(value))) + 1
+    return f"{value / 10 ** exponent:.4f}E{exponent:+03d}"
+
+
+def training_lines(training: dict | None, variant) -> list[str]:
+    """What a training variant learnt: the first step's check, the losses, the learning
+    task's own check (FTorch's example 11 prints `PASSED :: [training] relative tolerance
+    = 0.1000E-02`), where the trained model went."""
+    if not training:
+        return []
+    lines = []
+    gradient = training.get("gradient_check") or {}
+    if gradient:
+        word = "PASSED" if gradient.get("passed") else "FAILED"
+        lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
+    losses = [it["loss"] for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
+    if losses:
+        lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
+                     f"({training.get('steps', len(losses))} steps, {training.get('optimizer')} "
+                     f"lr {training.get('lr', 0):g})")
+    final = training.get("final_check") or {}
+    if final.get("passed") is not None:
+        word = "PASSED" if final["passed"] else "FAILED"
+        tolerance = final.get("tolerance")
+        if final.get("max_rel_error") is not None and tolerance is not None:
+            lines.append(f"{word} :: [training] relative tolerance = {fortran_e(tolerance)}")
+        else:
+            lines.append(f"{word} :: [training] {final.get('check', 'learnt')}")
+        lines.append(f"  {final.get('message', '')}")
+    elif final.get("message"):
+        lines.append(f"training: {final['message']}")
+    if training.get("saved_model"):
+        lines.append(f"trained model saved (TorchScript): {training['saved_model']}")
+    return lines
+
+
 def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None) -> str:
     """The closing table; a sweep (variants at more than one size) is grouped by size,
     each group ranked against its own fastest variant (couplescope.results.sweeps); a
     compile column when a variant compiled its model (aoti, the bridge's torch.compile):
     its one-off cost beside the per-call figures."""
     compiled = any(r.get("compile_status") for r in rows)
-    headers = ["variant", "median", "IQR", "vs fastest", "forward", "overhead",
+    training = bool(rows) and all(r.get("task") == "train" for r in rows)
+    middle = ["forward", "backward", "last loss"] if training else ["forward", "overhead"]
+    headers = ["variant", "median", "IQR", "vs fastest", *middle,
                *(["compile"] if compiled else []), "checks"]
     sizes = sizes or {}
     sweep = len({sizes.get(r["name"]) for r in rows} - {None}) > 1
@@ -317,11 +428,13 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         if sweep:
             headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
         body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
-                  fmt.seconds(r["forward"]), fmt.seconds(r["overhead"]),
+                  *([fmt.seconds(r["forward"]), fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
+                    if training else [fmt.seconds(r["forward"]), fmt.seconds(r["overhead"])]),
                   *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
                   verdict_word(r["verdict"])] for r in group]
     text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
     for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
         text = text.replace(word, paint(word, color))
-    what = "overhead = call minus forward" + ("; vs fastest at the same size" if sweep else "")
+    what = ("a training step's median, its forward and backward" if training
+            else "overhead = call minus forward") + ("; vs fastest at the same size" if sweep else "")
     return f"comparison ({what}):\n" + text

@@ -22,6 +22,19 @@ from couplescope.results.builder import verdict_word
 RUN_OPTIONS = ("preset", "model", "backend", "size", "host", "tui", "export", "tensorboard", "list")
 
 
+def with_label_parts(document: dict) -> dict:
+    """A saved results document whose variants say what their backend ran (label_parts:
+    a run saved before results.json kept them gets them from the backend here)."""
+    from couplescope import backends
+
+    for variant in document.get("variants") or []:
+        if "label_parts" not in variant:
+            parts = backends.label_parts_of(variant.get("spec") or {})
+            if parts is not None:
+                variant["label_parts"] = parts
+    return document
+
+
 def run_saved(args) -> int:
     _refuse_mixing(args)
     if args.plot:
@@ -52,14 +65,14 @@ def plot(args) -> int:
     if not args.output:
         raise UsageError("--plot needs --output FILE (.png or .svg)")
     plots.output_format(args.output)   # refuse a bad name before reading anything
-    documents = [saved.load(path) for path in args.plot]
+    documents = [with_label_parts(saved.load(path)) for path in args.plot]
     print(f"plot: {plots.write(documents, args.output)}")
     return EXIT_OK
 
 
 def compare(args) -> int:
     base_path, new_path = args.compare
-    base, new = saved.load(base_path), saved.load(new_path)
+    base, new = with_label_parts(saved.load(base_path)), with_label_parts(saved.load(new_path))
     if not regression.common_names(base, new):
         raise UsageError(f"no variant in common: {base_path} has {_names(base)}; {new_path} has {_names(new)}")
     threshold = regression.DEFAULT_THRESHOLD if args.threshold is None else args.threshold / 100

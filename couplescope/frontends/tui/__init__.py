@@ -5,8 +5,9 @@ app is launched, so `couplescope --help` and the headless CLI never pay for them
 """
 
 
-def launch(options) -> int:
+def launch(options, recording=None) -> int:
     """Open the app with the command line's options (RunOptions) filled in; the exit code.
+    With a `recording` (--replay FILE), r plays it back instead of running the form.
 
     The app needs a terminal on both sides: without one (an sbatch or nohup job, input from
     /dev/null) Textual would wait for keys that never come and spin a core, so that is
@@ -21,7 +22,7 @@ def launch(options) -> int:
                          "batch job run headless: couplescope --model NAME or --preset NAME")
     from couplescope.frontends.tui.app import CoupleScopeApp
 
-    app = CoupleScopeApp(options)
+    app = CoupleScopeApp(options, recording=recording)
     app.run()
     for line in app.farewell:   # after the terminal is restored (it may be gone: SIGHUP)
         try:

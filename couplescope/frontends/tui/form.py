@@ -2,9 +2,11 @@
 
 Every field is an optional override, exactly like a command-line option: blank means
 "the default" (the model's own size and dtype, the preset's settings, RunSpec's
-defaults). `options()` returns RunOptions, the same object the command line produces,
-and `build()` turns them into a RunRequest through couplescope.core.request: the app
-never has its own idea of what a run is.
+defaults). The fields are the declared options (couplescope.protocol.options), one each,
+made and read by couplescope.frontends.tui.fields, in the groups --help shows them in.
+`options()` returns RunOptions, the same object the command line produces, and
+`build()` turns them into a RunRequest through couplescope.core.request: the app never
+has its own idea of what a run is.
 """
 
 from __future__ import annotations
@@ -16,22 +18,19 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.strip import Strip
-from textual.widgets import Button, Input, Label, Select, SelectionList, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 
-from couplescope.core.request import RunOptions, split_list
+from couplescope.core.request import RunOptions
+from couplescope.frontends.tui import fields
 from couplescope.frontends.tui.messages import CatalogueLoaded
+from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
-from couplescope.protocol.spec import BRIDGE_MODELS, DTYPE_CHOICES, GRAD_MODES, LAYOUTS
 
-#: numeric fields: (id, label, placeholder)
-NUMBERS = (("iterations", "iterations", "default 10"),
-           ("warmup", "warm-up", "default 1"),
-           ("threads", "threads", "torch's own"),
-           ("profile_iterations", "profiled", "default 3, 0 = off"))
-SELECTS = ("preset", "model", "host", "grad_mode", "device", "dtype", "layout", "bridge_model")
-#: the host choices: one host, or both (a variant each)
-HOST_CHOICES = ("native", "python", "native,python")
+#: the option the backends list is (a list of boxes, not a field of the grid)
+BACKEND = "backend"
+#: where each group's grid goes: what to run first, then the backends list, then the rest
+FIRST_GROUP = declared.GROUPS[0]
 #: the longest "why not" shown beside a backend's name; the full reason goes under the list
 SHORT_REASON = 32
 
@@ -45,6 +44,16 @@ def short_reason(reason: str) -> str:
 def model_prompt(preset: str | None) -> str:
     """What the model list says with no model picked: a preset's models run, or one must be picked."""
     return "(the preset's)" if preset else "(pick one)"
+
+
+def offered(option) -> bool:
+    """Whether the form shows this option's field: always, or only where what it needs is
+    present (--nodes: a Slurm, srun on PATH). The command line takes it everywhere."""
+    if option.offered == "slurm":
+        from couplescope.backends.mpi import slurm
+
+        return slurm.present()
+    return True
 
 
 class CheckList(SelectionList):
@@ -70,6 +79,12 @@ class CheckList(SelectionList):
         else:
             box, style = "[ ]", base
         return Strip([Segment(box, style + index), Segment(" ", base), *line])
+
+    def on_focus(self) -> None:
+        """Highlight the first backend on focus: with no row highlighted, the first space
+        did nothing."""
+        if self.highlighted is None:
+            self.action_first()
 
 
 class PickForm(Vertical):
@@ -138,50 +153,44 @@ class PickForm(Vertical):
     def _fields(self, a: RunOptions, model_names, preset_names, chosen) -> ComposeResult:
         from couplescope import backends
 
-        given = a.overrides
-        sizes = ",".join(map(str, a.sizes or ()))
-        device, dtype = given.get("device"), given.get("dtype")
-        layout, bridge_model = given.get("layout"), given.get("bridge_model")
-        host = ",".join(a.hosts) if a.hosts else None
-        grad_mode = given.get("grad_mode")
+        runtime = {"models": model_names, "devices": ["cpu"], "backends": backends.names()}
+        for group in declared.GROUPS:
+            members = [o for o in declared.OPTIONS if o.group == group and o.name != BACKEND
+                       and offered(o)]
+            if not members and group != FIRST_GROUP:
+                continue
+            if group != FIRST_GROUP:
+                yield Label(Text(group), classes="section")
+            with Grid(classes="pick-grid", id=f"grid-{declared.GROUPS.index(group)}"):
+                if group == FIRST_GROUP:
+                    yield Label("preset")
+                    yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)",
+                                 compact=True, value=a.preset or Select.NULL)
+                for option in members:
+                    label_id = "size-label" if option.name == "size" else None
+                    yield Label(option.short_label[:14], id=label_id)
+                    yield self._widget(option, a, runtime)
+            if group == FIRST_GROUP:
+                yield Label(Text("backends ([x] runs; space toggles; none: torchscript or the "
+                                 "preset's)"), classes="section")
+                yield CheckList(*[(n, n, n in chosen) for n in backends.names()], id="backends",
+                                compact=True)
+                yield Static("", id="backend-notes")
 
-        with Grid(id="pick-grid"):
-            yield Label("preset")
-            yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)", compact=True,
-                         value=a.preset or Select.NULL)
-            yield Label("model")
-            yield Select([(n, n) for n in model_names], id="model", prompt=model_prompt(a.preset), compact=True,
-                         value=a.model or Select.NULL)
-            yield Label("size", id="size-label")
-            yield Input(sizes, id="size", placeholder="model's own", compact=True,
-                        restrict=r"[0-9,]*")
-            yield Label("host")
-            yield Select([(v, v) for v in HOST_CHOICES], id="host", prompt="native (default)",
-                         compact=True, value=host if host in HOST_CHOICES else Select.NULL)
-            yield Label("grad mode")
-            yield Select([(v, v) for v in GRAD_MODES], id="grad_mode", prompt="no_grad (default)",
-                         compact=True, value=grad_mode if grad_mode in GRAD_MODES else Select.NULL)
-            yield Label("device")
-            yield Select([("cpu", "cpu")], id="device", prompt="cpu (default)", compact=True,
-                         value=device if device == "cpu" else Select.NULL)
-            yield Label("dtype")
-            yield Select([(d, d) for d in DTYPE_CHOICES], id="dtype", prompt="model's own",
-                         compact=True, value=dtype if dtype in DTYPE_CHOICES else Select.NULL)
-            yield Label("layout")
-            yield Select([(v, v) for v in LAYOUTS], id="layout", prompt="fortran (default)",
-                         compact=True, value=layout if layout in LAYOUTS else Select.NULL)
-            yield Label("bridge runs")
-            yield Select([(v, v) for v in BRIDGE_MODELS], id="bridge_model", prompt="torchscript (default)",
-                         compact=True, value=bridge_model if bridge_model in BRIDGE_MODELS else Select.NULL)
-            for key, label, placeholder in NUMBERS:
-                yield Label(label)
-                value = given.get(key)
-                yield Input("" if value is None else str(value), id=key, placeholder=placeholder,
-                            type="integer", compact=True)
-        yield Label(Text("backends ([x] runs; space toggles; none: torchscript or the preset's)"),
-                    classes="section")
-        yield CheckList(*[(n, n, n in chosen) for n in backends.names()], id="backends", compact=True)
-        yield Static("", id="backend-notes")
+    def _widget(self, option, a: RunOptions, runtime: dict):
+        """The field of one option, holding what the command line (or the app's caller) gave."""
+        if option.name == "model":
+            value = a.model
+            widget = fields.widget_for(option, value, runtime["models"])
+            widget.prompt = model_prompt(a.preset)
+            return widget
+        if option.scope == declared.RUN:
+            value = getattr(a, option.name)
+        elif option.sweep:
+            value = {"size": a.sizes, "host": a.hosts}.get(option.name)
+        else:
+            value = a.overrides.get(option.name)
+        return fields.widget_for(option, value, runtime.get(option.source))
 
     # -- filled in from the catalogue worker ----------------------------------------------
     def set_catalogue(self, models: dict, backend_status: dict, devices: list[str]) -> None:
@@ -200,6 +209,8 @@ class PickForm(Vertical):
             if reason:
                 sel.get_option_at_index(sel.option_count - 1).disabled = True
         notes.rstrip()
+        if sel.has_focus and sel.highlighted is None:
+            sel.action_first()
         self.query_one("#backend-notes", Static).update(notes)
         self.query_one("#backend-notes", Static).display = bool(notes)
         sel.tooltip = notes if notes else None
@@ -227,36 +238,26 @@ class PickForm(Vertical):
 
     # -- reading the form --------------------------------------------------------------
     def options(self) -> RunOptions:
-        """The form as RunOptions: the command line's other options carried through, the
-        form's fields replacing theirs (a blank field: the default)."""
-        overrides = {k: v for k, v in self.initial.overrides.items()
-                     if k not in SELECTS and k not in dict((n, 0) for n, _, _ in NUMBERS)}
-        chosen = {}
-        for key in SELECTS:
-            value = self.query_one(f"#{key}", Select).value
-            chosen[key] = value if isinstance(value, str) else None
-        for key in ("device", "dtype", "layout", "bridge_model", "grad_mode"):
-            if chosen[key] is not None:
-                overrides[key] = chosen[key]
-        for key, label, _ in NUMBERS:
-            text = self.query_one(f"#{key}", Input).value.strip()
-            if not text:
+        """The form as RunOptions: every field through its option's parse (a blank field:
+        the default), and what the command line gave that the form has no field for."""
+        values, lists = {}, {}
+        for option in declared.OPTIONS:
+            if option.name == BACKEND or not offered(option):
                 continue
-            try:
-                value = int(text)
-            except ValueError:
-                raise UsageError(f"{label}: '{text}' is not a whole number") from None
-            low = 1 if key in ("iterations", "threads") else 0
-            if value < low:
-                raise UsageError(f"{label} must be at least {low} (got {value})")
-            overrides[key] = value
-        size = self.query_one("#size", Input).value.strip().strip(",")
+            value = fields.read(option, self.query_one(f"#{option.name}"))
+            if value is None:
+                continue
+            (lists if option.sweep else values)[option.name] = value
+        preset = self.query_one("#preset", Select).value
         backends = list(self.query_one("#backends", SelectionList).selected)
-        hosts = split_list(chosen["host"]) if chosen["host"] else self.initial.hosts
-        return RunOptions(preset=chosen["preset"], model=chosen["model"], backends=backends or None,
-                          sizes=split_list(size or None, int), hosts=hosts, overrides=overrides,
-                          export=self.initial.export, telemetry_hz=self.initial.telemetry_hz,
-                          memory_limit=self.initial.memory_limit)
+        model = values.pop("model", None)
+        run = {o.name: values.pop(o.name) for o in declared.RUN_OPTIONS if o.name in values}
+        overrides = {k: v for k, v in self.initial.overrides.items()
+                     if k not in declared.BY_NAME or not offered(declared.BY_NAME[k])}
+        overrides.update(values)
+        return RunOptions(preset=preset if isinstance(preset, str) else None, model=model,
+                          backends=backends or None, sizes=lists.get("size"),
+                          hosts=lists.get("host"), overrides=overrides, **run)
 
     def build(self):
         """The RunRequest of the form, exactly as the command line's; raises UsageError."""
@@ -292,10 +293,15 @@ class PickForm(Vertical):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_preview()
 
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self.refresh_preview()
+
     def on_descendant_focus(self, event) -> None:
-        # the backends list is the last field: show the reasons under it too (80x24)
+        # show the backends' reasons under their list too (80x24)
         if getattr(event.widget, "id", None) == "backends":
-            self.query_one("#pick-fields").scroll_end(animate=False)
+            notes = self.query_one("#backend-notes", Static)
+            self.query_one("#pick-fields").scroll_to_widget(notes if notes.display else event.widget,
+                                                            animate=False)
 
     def on_selection_list_selected_changed(self, event) -> None:
         self.refresh_preview()

@@ -1,4 +1,4 @@
-"""The help screen (`?`): keys, views, and where the numbers come from."""
+"""The help screen (`?`): the keys, then each view's own paragraph (views/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-HELP = """\
+KEYS = """\
 **Keys**
 
 - `r` run what the Pick view describes (refused while a run goes)
@@ -17,29 +17,20 @@ HELP = """\
 - `c` compare the marked runs (all runs when none is marked); there `space` leaves a
   variant out or puts it back, `escape` goes back
 - `space` in History: mark or unmark a run for comparing
-- `p` `w` `t` `h` views: Pick, Watch, Telemetry, History
-- `?` this help (`escape` closes it); `q` quit, stopping any running worker first
+- {view_keys} views: {view_titles}
+- `?` this help (`escape` closes it); `q` or `ctrl+c` quit, stopping any running worker first
+- `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
-**Pick**: a preset, or a model with its size (blank: the model's own), backends, device,
-dtype, layout, warm-up, iterations, threads, profiled iterations. Blank fields mean the
-command line's defaults. Backends marked `[x]` run (`space` toggles); `[-]` cannot run
-here, and the reason is written under the list. The line beside Run says which variants
-will run.
-
-**Watch**: per-iteration time of the running variant with one line per phase (marshal in,
-host to device, forward, device to host, marshal out), the latest iterations with
-PASSED/FAILED and the maximum relative error, progress, and median, IQR, min and max of
-the timed iterations. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts every
-call (all are checked); only the timed ones enter the statistics (`n=200 timed`). In a
-narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
-`m_out` marshal out.
-
-**Telemetry**: cores, the worker's CPU, memory and threads, each GPU (or "no GPU"), and
-diagnostics in plain words: sampled by this process, never inside the worker.
-
-**History**: every run of this session. Export writes results.json, events.jsonl and the
-traces; open the traces with `couplescope --tensorboard <path>`.
+The keys work wherever the focus is: number fields take digits only. A field that takes
+words (name, export, memory limit, launcher arguments) keeps letters: `escape` first.
 """
+
+
+def help_text(views) -> str:
+    """The keys, then a paragraph per view (its own `help`), in tab order."""
+    keys = KEYS.format(view_keys=" ".join(f"`{v.key}`" for v in views),
+                       view_titles=", ".join(v.title for v in views))
+    return "\n".join([keys, *(f"**{v.title}**: {v.help}\n" for v in views if v.help)])
 
 
 class HelpScreen(ModalScreen):
@@ -48,12 +39,16 @@ class HelpScreen(ModalScreen):
 
     BINDINGS = [Binding("escape", "app.pop_screen", "close")]
 
+    def __init__(self, views) -> None:
+        super().__init__()
+        self.views = views
+
     def compose(self) -> ComposeResult:
         box = VerticalScroll(id="help-box")
         box.border_title = "couplescope help"
         box.border_subtitle = "↑ ↓ PgUp PgDn scroll · esc closes"
         with box:
-            yield Markdown(HELP)
+            yield Markdown(help_text(self.views))
 
     def on_mount(self) -> None:
         self.query_one("#help-box").focus()

@@ -6,14 +6,13 @@ The highlighted row is the run `e` exports; `space` marks rows for the compare v
 from __future__ import annotations
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.widgets import DataTable
 
 from couplescope.frontends import format as fmt
 
 
 class RunsTable(DataTable):
-    BINDINGS = [Binding("space", "app.toggle_mark", "mark for compare")]
+    """`space` (mark a run) is the History view's key (views/history.py)."""
 
     def on_mount(self) -> None:
         self.cursor_type = "row"

@@ -1,8 +1,8 @@
-"""The app's messages: one per thing that happened in a run, named in the past tense.
+"""The app's messages: a run's events arriving, a run ending, the catalogue read.
 
-They are posted from the run's thread (`App.post_message` is thread-safe) by
-`AppListener` and handled on the UI thread. Every message carries the run id, so a
-late message from an earlier run can never be drawn into a later one.
+They are posted from other threads (`App.post_message` is thread-safe) and handled on
+the UI thread. Every run message carries the run id, so a late message from an earlier
+run can never be drawn into a later one.
 """
 
 from __future__ import annotations
@@ -16,51 +16,22 @@ class RunMessage(Message):
         self.run_id = run_id
 
 
-class EventMessage(RunMessage):
-    """A single engine event (run_started, model_loaded, variant_finished ...)."""
+class EventsArrived(RunMessage):
+    """Events of one kind, in the order the worker wrote them: a batch of iterations
+    (coalesced by AppListener, so a fast model cannot flood the UI) or one other event.
+    The app routes them by `kind` to the views that follow it."""
 
-    def __init__(self, run_id: int, event: dict) -> None:
+    def __init__(self, run_id: int, kind: str, events: list[dict]) -> None:
         super().__init__(run_id)
-        self.event = event
-
-
-class VariantStarted(EventMessage):
-    pass
-
-
-class ModelLoaded(EventMessage):
-    pass
-
-
-class VariantFinished(EventMessage):
-    pass
-
-
-class VariantFailed(EventMessage):
-    pass
-
-
-class DiagnosticRaised(EventMessage):
-    pass
-
-
-class OtherEventReceived(EventMessage):
-    """log, trace_written, rank_info: recorded, shown in the log."""
-
-
-class IterationsMeasured(RunMessage):
-    """A batch of iteration events, coalesced so a fast model cannot flood the UI."""
-
-    def __init__(self, run_id: int, events: list[dict]) -> None:
-        super().__init__(run_id)
+        self.kind = kind
         self.events = events
 
-
-class TelemetrySampled(EventMessage):
-    """The latest telemetry sample; a newer one replaces a pending older one."""
-
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, TelemetrySampled) and message.run_id == self.run_id
+        """A telemetry sample replaces a pending older one of the same run: only the latest
+        is drawn (the run directory, written on the run's thread, keeps every sample)."""
+        return (self.kind == "telemetry" and isinstance(message, EventsArrived)
+                and message.kind == "telemetry" and message.run_id == self.run_id
+                and _node(message) == _node(self))
 
 
 class RunEnded(RunMessage):
@@ -80,3 +51,11 @@ class CatalogueLoaded(Message):
         self.backends = backends
         self.devices = devices
         self.error = error
+
+
+def _node(message) -> str | None:
+    """The node a telemetry message's samples come from (None: the parent's sampler): a
+    multi-node job's nodes each keep their latest sample."""
+    events = getattr(message, "events", None) or []
+    return events[-1].get("node") if events else None
+

@@ -1,29 +1,22 @@
 """The runs of one app session: what each one ran, its events, and its export.
 
-A RunRecord is written on the UI thread only (its ResultsBuilder is fed from messages);
-the events themselves are recorded by the run's AppListener on the run's thread. Every
-run goes through the pipeline with a staging run directory in a temporary folder, the
-very listeners `--export` uses, so traces a run leaves behind are kept until the user
-exports it or quits.
+A RunRecord is the app's one copy of a run's state, written on the UI thread only: the
+events as they arrived (`add`) and the ResultsBuilder fed from them, which every view
+reads. The run itself goes through the pipeline with a run directory in a temporary
+folder, the very listeners `--export` uses, so exporting a run is copying that directory
+(Pipeline.copy_to): what the app exports is what --export writes.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
 
-from couplescope.core import replay
-from couplescope.export.run_dir import check_writable, new_run_directory, write_json_atomic
-from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
 #: a run shows its worst variant's verdict
 WORST_FIRST = ("failed", "error", "stopped", "running", "passed")
-
-STANDARD_FILES = ("events.jsonl", "results.json")
 
 
 class RunRecord:
@@ -37,11 +30,12 @@ class RunRecord:
         self.error: str | None = None
         self.started = time.time()
         self.ended: float | None = None
-        self.listener = None               # AppListener (holds the recorded events)
-        self.staging = None                # the pipeline's RunDirectoryExporter (a temporary folder)
-        self.pipeline = None
+        self.events: list[dict] = []      # as they arrived (telemetry: the samples drawn)
+        self.pipeline = None               # the run: its session, its staged run directory
+        self.listener = None               # its AppListener (posted_batches: benchmarks)
         self.session = None
         self.export_path: str | None = None
+        self.export_missing: list[str] = []     # files of its export a full disk kept out
         self.summary_error: str | None = None   # why an export has no summary.png
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
@@ -51,9 +45,26 @@ class RunRecord:
     def name(self) -> str:
         return f"#{self.id} {self.title}"
 
-    def builder_events(self) -> list[dict]:
-        """Every event recorded so far, in order."""
-        return self.listener.snapshot() if self.listener else []
+    def add(self, events: list[dict]) -> None:
+        """Events of the run, in order (UI thread): kept, and fed to the builder."""
+        self.events.extend(events)
+        for ev in events:
+            self.builder.on_event(ev)
+            if ev["event"] == "run_started":
+                self.current = ev["variant"]
+
+    def export(self, parent: str) -> str:
+        """Copy the run's directory to a new one under `parent` (named by the run's start
+        time), results.json first, with summary.png; its path. A file a full disk kept out
+        is named in `export_missing`. Raises UsageError, or OSError when not even
+        results.json could be written (nothing is left then)."""
+        exporter = self.pipeline.exporter if self.pipeline is not None else None
+        if exporter is None or exporter.path is None:
+            raise UsageError(f"nothing to export from run #{self.id}: no variant loaded its model")
+        copied = self.pipeline.copy_to(parent)
+        self.summary_error, self.export_missing = copied.summary_error, copied.missing
+        self.export_path = copied.path
+        return copied.path
 
     def expected(self, variant: str) -> int | None:
         v = self.builder.variants.get(variant)
@@ -86,45 +97,3 @@ class RunRecord:
             self.status = "stopped"
         else:
             self.status = "finished"
-
-
-def export_run(record: RunRecord, parent: str) -> str:
-    """Write `record` to a new run directory under `parent`, as --export does; return its path.
-
-    events.jsonl holds the recorded events (trace paths moved from the staging run
-    directory to the new one) and results.json is rebuilt from them alone, as any run's
-    can be (couplescope.core.replay); what else the staging directory holds (traces/,
-    TensorBoard scalars) is copied beside them, and summary.png is drawn as --export does.
-    """
-    recorded = record.builder_events()
-    if not any(ev["event"] == "model_loaded" for ev in recorded):
-        raise UsageError(f"nothing to export from run #{record.id}: no variant loaded its model")
-    staged = record.staging.path if record.staging is not None else None
-    path = new_run_directory(check_writable(parent), record.title)
-    if staged:
-        recorded = [{**ev, "path": path + ev["path"][len(staged):]}
-                    if ev["event"] == "trace_written" and str(ev.get("path", "")).startswith(staged + os.sep)
-                    else ev for ev in recorded]
-    with open(os.path.join(path, "events.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(events.dumps(ev) + "\n" for ev in recorded)
-    document = replay.document(recorded, record.title)
-    write_json_atomic(os.path.join(path, "results.json"), document)
-    if staged and os.path.isdir(staged):
-        for entry in os.listdir(staged):
-            if entry in STANDARD_FILES or ".tmp-" in entry:
-                continue
-            src, dst = os.path.join(staged, entry), os.path.join(path, entry)
-            if os.path.isdir(src):
-                shutil.copytree(src, dst, dirs_exist_ok=True)
-            else:
-                shutil.copy2(src, dst)
-    if any(v["stats"]["n"] for v in document["variants"]):
-        from couplescope.export.plots import write_summary
-
-        try:
-            write_summary(path, document)
-            record.summary_error = None
-        except Exception as exc:   # the picture must never cost the export
-            record.summary_error = f"summary.png not drawn: {type(exc).__name__}: {exc}"
-    record.export_path = path
-    return path

@@ -64,32 +64,70 @@ def describe(sample: dict) -> str:
     return "\n".join(lines)
 
 
+def describe_node(node: str, sample: dict) -> str:
+    """One line per node of a multi-node job (its own sampler's sample): its ranks' CPU,
+    memory and threads, its cores' load and its GPUs."""
+    if not isinstance(sample, dict):
+        return f"{node}: n/a"
+    tree, system = _dict(sample.get("tree")), _dict(sample.get("system"))
+    per_core = system.get("cpu_percent")
+    per_core = [c for c in per_core if isinstance(c, (int, float))] if isinstance(per_core, list) else []
+    busy = f"{sum(per_core) / len(per_core):.0f}%" if per_core else "n/a"
+    load = system.get("load")
+    ranks = sorted(p.get("rank") for p in sample.get("processes", [])
+                   if isinstance(p, dict) and p.get("role") == "worker" and isinstance(p.get("rank"), int))
+    gpus = sample.get("gpu")
+    gpu = (" GPU " + " ".join(f"{_num(_dict(g).get('utilization'), '%')}" for g in gpus)
+           if isinstance(gpus, list) and gpus else "")
+    return (f"{node}: ranks {','.join(map(str, ranks)) or '-'}  CPU {_num(tree.get('cpu_percent'), '%')}  "
+            f"memory {_bytes(tree.get('rss'))}  threads {_num(tree.get('threads'))}  "
+            f"cores busy {busy}  load {_num(load[0], fmt='{:.2f}') if isinstance(load, list) and load else 'n/a'}"
+            + gpu)
+
+
+#: nodes the panel shows a line each (a job on more shows how many are left out)
+NODE_LINES = 12
+
+
 class TelemetryPanel(Static):
-    """Cores, worker CPU and memory, threads, GPUs (or "no GPU"); n/a where missing.
+    """Cores, worker CPU and memory, threads, GPUs (or "no GPU"); n/a where missing. A job
+    sampled on its nodes gets a line per node instead (sampled there, by the job).
 
     Between runs nothing is sampled: the panel says so above the last sample it had, so
     figures frozen at a run's end are not read as the machine's state now."""
 
     def on_mount(self) -> None:
         self._last: dict | None = None
+        self._by_node: dict[str, dict] = {}
         self.update("telemetry: waiting for a run")
 
-    def show(self, sample: dict) -> None:
-        self._last = sample
-        self.update(self._text(sample))
+    def show(self, sample: dict, node: str | None = None) -> None:
+        if node is None:
+            self._last, self._by_node = sample, {}
+        else:
+            if self._last is not None:   # a new run, sampled on its nodes
+                self._last, self._by_node = None, {}
+            self._by_node[node] = sample
+        self.update(self._text())
 
     def idle(self, run_name: str) -> None:
         """The run has ended: nothing is sampled until the next one."""
-        if self._last is None:
+        if self._last is None and not self._by_node:
             self.update("telemetry: idle (no run is being sampled)")
         else:
             self.update(f"idle: no run is being sampled; the last sample of run {run_name}:\n"
-                        + self._text(self._last))
+                        + self._text())
 
-    @staticmethod
-    def _text(sample: dict) -> str:
+    def _text(self) -> str:
         try:
-            return describe(sample)
+            if self._by_node:
+                names = list(self._by_node)
+                lines = [f"sampled on each node ({len(names)}):"]
+                lines += [describe_node(n, self._by_node[n]) for n in names[:NODE_LINES]]
+                if len(names) > NODE_LINES:
+                    lines.append(f"... and {len(names) - NODE_LINES} more nodes")
+                return "\n".join(lines)
+            return describe(self._last)
         except Exception as exc:  # an odd sample must never break the app
             return f"telemetry: cannot show this sample ({type(exc).__name__})"
 

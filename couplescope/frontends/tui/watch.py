@@ -209,6 +209,8 @@ class PlotLegend(Static):
 
 ROW_FORMAT = "{:>6} {:<5} {:>9} {:>11} {}"
 TABLE_HEADER = ROW_FORMAT.format("#", "kind", "time", "max rel err", "check")
+#: the header over a training run's steps: the loss where a call has its check's error
+TRAINING_HEADER = ROW_FORMAT.format("#", "kind", "time", "loss", "check")
 MAX_ROWS_PER_DRAW = 200
 
 
@@ -245,8 +247,10 @@ class IterationsTable(RichLog):
             self.checks.append(check)
             if len(text):
                 text.append("\n")
+            # a training step shows its loss where a call shows its check's error
+            value = fmt.sci(ev["loss"]) if ev.get("loss") is not None else fmt.sci(ev["max_rel_error"])
             text.append(ROW_FORMAT.format(ev["index"], KIND_SHORT.get(ev["kind"], ev["kind"]),
-                                          fmt.seconds(ev["seconds"]), fmt.sci(ev["max_rel_error"]), ""))
+                                          fmt.seconds(ev["seconds"]), value, ""))
             text.append(check, style="bold green" if ev["passed"] else "bold red")
         self._pending.clear()
         self.write(text)
@@ -305,8 +309,10 @@ class StatsPanel(Static):
         counts = call_counts(variant)
         width = self.content_size.width or 80
         sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
+        loss = variant.last_loss() if variant.training else None
         self.update(
             f"{head}{sep}{counts}\n"
             f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
             f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={s['n']} timed"
-            + ("  [yellow]noisy[/]" if s["noisy"] else ""))
+            + ("  [yellow]noisy[/]" if s["noisy"] else "")
+            + (f"  loss [b]{fmt.sci(loss)}[/]" if loss is not None else ""))

@@ -1,0 +1,55 @@
+"""The log's lines for a run's events: what the app says about them in plain words.
+
+Called by the app for every event, before the views (the log shows notes from all runs,
+the views only what they follow). A pure function of the event and its run, so the words
+are tested without an app.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from couplescope.frontends import format as fmt
+
+#: the most lines of a worker's output the log shows
+OUTPUT_LINES = 20
+
+
+def shows_output(record, variant: str) -> bool:
+    """A user module's print()s, or the output of a variant that did not finish."""
+    v = record.builder.variants.get(variant)
+    return v is not None and fmt.shows_output(v.spec, v.status == "finished")
+
+
+def notes_for(record, ev: dict) -> list[tuple[str, str]]:
+    """(text, level) lines for one event: level is info, warning or error."""
+    kind, variant = ev["event"], ev.get("variant")
+    if kind == "model_loaded":
+        return [(f"{variant}: model loaded in {fmt.seconds(ev.get('seconds'))} "
+                 f"(size {ev.get('size')}, {ev.get('dtype')})", "info")]
+    if kind == "variant_failed":
+        if ev.get("kind") == "interrupted":
+            return [(f"{variant}: stopped; what was measured is kept", "warning")]
+        return [(f"{variant}: {ev.get('reason')}", "error")]
+    if kind == "diagnostic":
+        return [(f"warning: {ev.get('message')}", "warning")]
+    if kind == "log":
+        return [(f"{variant}: {ev.get('message')}", "info")]
+    if kind == "worker_output" and shows_output(record, variant):
+        lines = (ev.get("lines") or [])[-OUTPUT_LINES:]
+        more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
+        return [(f"{variant} printed{more}:\n" + "\n".join(escape(line) for line in lines), "info")]
+    if kind == "model_compiled":
+        return [(f"{variant}: {fmt.compiled_line(ev)}", "info")]
+    if kind == "trace_written":
+        return [(f"{variant}: trace written", "info")]
+    if kind == "host_build" and ev.get("status") != "cached":   # a first build: minutes
+        text = build_text(ev)
+        # the heartbeat ("... so far") goes to the status line only (app.STATUS)
+        return [(f"{variant}: {text}", "info")] if ev.get("status") == "built" or "so far" not in text else []
+    return []
+
+
+def build_text(ev: dict) -> str:
+    """A host_build event in words: what is happening, or how long the build took."""
+    return ev.get("message") or f"native host built in {fmt.seconds(ev.get('seconds'))}"

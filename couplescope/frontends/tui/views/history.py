@@ -1,0 +1,92 @@
+"""The History view: every run of this session, where it was exported, marks for compare."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from couplescope.frontends.tui.history import RunsTable
+from couplescope.frontends.tui.views.base import AppView
+
+HINT = "space marks runs for c (compare); e exports the highlighted run"
+
+
+def tensorboard_command(path: str) -> str:
+    """The command that opens an exported run's traces, shell-quoted (a path may hold spaces)."""
+    return f"couplescope --tensorboard {shlex.quote(path)}"
+
+
+class HistoryView(AppView):
+    """One row a run; the highlighted run is the one `e` exports (app.picked) and the line
+    under the table says where it went. The rows' fastest median follows the runs going."""
+
+    key, title = "h", "History"
+    focus_on = "#runs"
+    follows = frozenset({"iteration", "variant_finished", "variant_failed"})
+    redraw_seconds = 0.5
+    help = """\
+every run of this session. Export writes results.json, events.jsonl and the
+traces; open the traces with `couplescope --tensorboard <path>`."""
+    BINDINGS = [Binding("space", "toggle_mark", "mark for compare")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield RunsTable(id="runs")
+            yield Static(HINT, id="export-note")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._dirty: set = set()   # runs whose row is out of date
+
+    def run_started(self, record) -> None:
+        self.query_one(RunsTable).add_run(record)
+
+    def follow(self, record, events: list[dict]) -> None:
+        self._dirty.add(record)
+
+    def redraw(self, force: bool = False) -> None:
+        for record in self._dirty:
+            self.query_one(RunsTable).update_run(record)
+        self._dirty.clear()
+
+    def run_ended(self, record) -> None:
+        self.run_changed(record)
+
+    def run_changed(self, record) -> None:
+        self._dirty.discard(record)
+        self.query_one(RunsTable).update_run(record)
+        if record is self.app.picked():
+            self.show_export_note(record)
+
+    def highlighted(self):
+        """The run of the highlighted row, or None."""
+        run_id = self.query_one(RunsTable).highlighted_id()
+        return self.app.runs.get(run_id) if run_id is not None else None
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        self.app.picked_run = self.highlighted()
+        self.show_export_note(self.app.picked_run)
+
+    def show_export_note(self, record) -> None:
+        """Under the table: where the highlighted run was exported, the path and the command
+        on lines of their own (inside a sentence a path was broken mid-token)."""
+        if record is None or not record.export_path:
+            text = HINT
+        else:
+            text = (f"{record.name} was exported to\n{record.export_path}\nopen its traces:\n"
+                    f"{tensorboard_command(record.export_path)}")
+        self.query_one("#export-note", Static).update(Text(text))
+
+    def action_toggle_mark(self) -> None:
+        record = self.highlighted()
+        if record is not None:
+            record.selected = not record.selected
+            self.run_changed(record)
+
+
+VIEW = HistoryView

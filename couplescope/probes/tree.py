@@ -1,0 +1,319 @@
+"""Reading processes, the system and the GPUs: what a telemetry sample holds.
+
+Used by the parent's sampler thread (couplescope.core.telemetry) for the processes it
+started, and by the node sampler (couplescope.probes.node) that the ranks of a
+multi-node job start on every node, so a sample means the same wherever it was taken.
+Nothing here starts a thread or knows of events; nothing raises into a run: a value that
+cannot be read is the string "n/a".
+
+    sample = {"processes": [{pid, role, rank, name, cpu_percent, rss, threads, affinity,
+                             ctx_switches: {voluntary, involuntary}}],
+              "tree": {processes, cpu_percent, rss, threads},
+              "system": {cpu_percent: [per core], memory_used, memory_total, memory_percent,
+                         load: [1, 5, 15 minute load averages]},
+              "gpu": [per device, see couplescope.probes.gpu] | "n/a"}
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from couplescope.probes.gpu import NA, GpuProbe
+from couplescope.protocol.contract import is_worker_argv
+
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+#: seconds between looks for new processes in the tree (and reads of system memory)
+SLOW_PERIOD = 0.5
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- sampling a process tree ----------------------------------------------------------------
+
+class TreeSampler:
+    """Reads one process tree (root pid and all descendants), the system and the GPUs.
+
+    The parent's sampler watches the worker it started (under mpiexec every rank is a
+    descendant). Ranks that srun started descend from Slurm's step daemon, on whichever
+    node: those are sampled on their own node (RanksSampler, couplescope.probes.node),
+    never adopted by the parent, which could not tell a rank on another node that
+    happens to be this machine (a test cluster) from one on its own.
+    """
+
+    def __init__(self, root_pid: int, gpu: GpuProbe | None = None) -> None:
+        import psutil
+
+        self.ps = psutil
+        self.gpu = gpu
+        self._known: dict[int, tuple] = {}   # pid -> (psutil.Process, role, rank, name)
+        self._parents: dict[int, int | None] = {}   # every pid on the machine -> its parent
+        try:
+            self.root = psutil.Process(root_pid) if root_pid > 0 else None
+        except psutil.Error:
+            self.root = None
+        self._cpu_last = self._cpu_times()
+        self._next_slow = 0.0
+        self._memory: dict = {}
+
+    def _cpu_times(self):
+        try:
+            return self.ps.cpu_times(percpu=True)
+        except Exception:
+            return None
+
+    def _per_core(self) -> list:
+        """Busy percent per core since the last sample (our own deltas: no shared psutil state)."""
+        now, last = self._cpu_times(), self._cpu_last
+        self._cpu_last = now
+        if not now or not last or len(now) != len(last):
+            return NA
+        out = []
+        for a, b in zip(last, now):
+            total = sum(b) - sum(a)
+            idle = (b.idle - a.idle) + (getattr(b, "iowait", 0) - getattr(a, "iowait", 0))
+            out.append(round(100.0 * (total - idle) / total, 1) if total > 0 else 0.0)
+        return out
+
+    def _roots(self) -> list[int]:
+        return [self.root.pid] if self.root is not None else []
+
+    def _tree(self) -> list[int]:
+        """Pids of the roots and all their descendants, roots first ([] once they are gone).
+
+        Why not psutil's children(recursive=True): it reads /proc/<pid>/stat of every
+        process on the machine at every tick (about 1.5 ms with 90 processes, far more on
+        a busy node). Here the parent of each pid is read once, when the pid first
+        appears in /proc, so a tick costs one listdir plus the new pids.
+        """
+        roots = self._roots()
+        if not roots:
+            return []
+        try:
+            live = {int(n) for n in os.listdir("/proc") if n.isdigit()}
+        except OSError:   # no /proc (macOS ...): psutil's way
+            found = []
+            for pid in roots:
+                try:
+                    found += [pid, *(c.pid for c in self.ps.Process(pid).children(recursive=True))]
+                except self.ps.NoSuchProcess:
+                    pass
+                except self.ps.Error:  # AccessDenied listing children: the root alone
+                    found.append(pid)
+            return found
+        parents = self._parents
+        for pid in parents.keys() - live:
+            del parents[pid]
+        for pid in live - parents.keys():
+            parents[pid] = _parent_of(pid)
+        roots = [pid for pid in roots if pid in live]
+        if not roots:
+            return []
+        children: dict[int, list[int]] = {}
+        for pid, parent in parents.items():
+            if parent is not None:
+                children.setdefault(parent, []).append(pid)
+        tree, todo = list(roots), list(roots)
+        while todo:
+            kids = children.get(todo.pop(), ())
+            tree.extend(kids)
+            todo.extend(kids)
+        return list(dict.fromkeys(tree))
+
+    def _identify(self, proc) -> tuple:
+        """Role, MPI rank and name of a process seen for the first time (read once)."""
+        def read(fn, default):
+            try:
+                return fn()
+            except self.ps.Error:
+                return default
+        args = read(proc.cmdline, [])
+        # the worker's own argv (contract.worker_argv); a launcher only carries it further on
+        is_worker = is_worker_argv(args)
+        role = "worker" if is_worker else ("root" if proc == self.root else "child")
+        rank = NA
+        if role == "worker":
+            env = read(proc.environ, {})
+            rank = next((int(env[v]) for v in _RANK_VARS if str(env.get(v, "")).isdigit()), NA)
+        return role, rank, read(proc.name, NA)
+
+    def _read(self, proc, role, rank, name, first: bool):
+        """One process's counters; None when it vanished. AccessDenied gives "n/a" per field."""
+        ps = self.ps
+
+        def get(fn):
+            try:
+                return fn()
+            except (ps.NoSuchProcess, ps.ZombieProcess):
+                raise
+            except Exception:  # AccessDenied, unsupported on this platform
+                return NA
+        try:
+            with proc.oneshot():
+                if get(proc.status) in (ps.STATUS_ZOMBIE, ps.STATUS_DEAD):
+                    return None   # exited, not yet reaped: its counters read as zeros
+                mem = get(proc.memory_info)
+                if mem != NA and mem.rss == 0:
+                    return None   # exiting: its memory is already released
+                cpu = get(lambda: proc.cpu_percent(None))
+                ctx = get(proc.num_ctx_switches)
+                return {"pid": proc.pid, "role": role, "rank": rank, "name": name,
+                        # the first reading of a process has no interval to measure over
+                        "cpu_percent": NA if first else cpu,
+                        "rss": mem.rss if mem != NA else NA,
+                        "threads": get(proc.num_threads),
+                        "affinity": get(proc.cpu_affinity),
+                        "ctx_switches": NA if ctx == NA else {"voluntary": ctx.voluntary,
+                                                              "involuntary": ctx.involuntary}}
+        except ps.Error:  # NoSuchProcess / ZombieProcess: ended between two samples
+            return None
+
+    def _read_memory(self) -> dict:
+        try:
+            load = [round(v, 2) for v in os.getloadavg()]
+        except (AttributeError, OSError):
+            load = NA
+        try:
+            vm = self.ps.virtual_memory()
+            return {"memory_used": vm.used, "memory_total": vm.total, "memory_percent": vm.percent,
+                    "load": load}
+        except Exception:
+            return {"memory_used": NA, "memory_total": NA, "memory_percent": NA, "load": load}
+
+    def sample(self) -> dict | None:
+        """One sample, or None once the root process has gone.
+
+        Processes already known are read every tick; looking for new ones (a /proc
+        listing) and system memory happen at most every SLOW_PERIOD seconds: each /proc
+        read costs about 0.2 ms of CPU on the build machines, and the budget at 10 Hz is
+        1 ms per tick. A new MPI rank is therefore seen within half a second.
+        """
+        processes, alive = [], set()
+        now = time.monotonic()
+        slow_tick = now >= self._next_slow
+        if slow_tick:   # new processes and system memory: twice a second is enough (cost, see above)
+            self._next_slow = now + SLOW_PERIOD
+            pids = self._tree()
+            self._memory = self._read_memory()
+        else:
+            pids = list(self._known)
+        for pid in pids:
+            known = self._known.get(pid)   # kept while the pid lives: cpu_percent needs the last reading
+            first = known is None
+            if first:
+                try:
+                    proc = self.root if self.root is not None and pid == self.root.pid else self.ps.Process(pid)
+                except self.ps.Error:   # ended since the listing
+                    continue
+                known = (proc, *self._identify(proc))
+                self._known[pid] = known
+            got = self._read(*known, first=first)
+            if got is not None:
+                processes.append(got)
+                alive.add(pid)
+        for pid in set(self._known) - alive:
+            del self._known[pid]
+        if not alive.intersection(self._roots()):
+            return None
+        return {"processes": processes, "tree": _tree_totals(processes),
+                "system": {"cpu_percent": self._per_core(), **self._memory},
+                "gpu": self.gpu.sample([p["pid"] for p in processes]) if self.gpu is not None else NA}
+
+
+def _parent_of(pid: int):
+    """The parent pid from /proc/<pid>/stat, or None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return int(data[data.rindex(b")") + 2:].split()[1])   # after "(comm) ": state, ppid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _tree_totals(processes: list) -> dict:
+    def total(key):
+        values = [p[key] for p in processes if is_number(p[key])]
+        return round(sum(values), 1) if values else NA
+    return {"processes": len(processes), "cpu_percent": total("cpu_percent"),
+            "rss": total("rss"), "threads": total("threads")}
+
+
+class RanksSampler(TreeSampler):
+    """The ranks of one node (pid -> rank, as they reported themselves) and whatever they
+    start, the node and its GPUs: what the node sampler reads. None once every rank is gone."""
+
+    def __init__(self, ranks: dict[int, int], gpu: GpuProbe | None = None) -> None:
+        super().__init__(0, gpu)   # no root: the ranks are the roots
+        self.ranks = dict(ranks)
+        self._me = os.getpid()   # a child of a rank, but not one of the rank's own processes
+        self._cpu_seen: dict[int, tuple[float, float]] = {}   # pid -> (when, CPU seconds)
+        self._slow_extra: dict[int, dict] = {}                # pid -> affinity, context switches
+        self._slow_now = True
+
+    def _roots(self) -> list[int]:
+        return list(self.ranks)
+
+    def _tree(self) -> list[int]:
+        return [pid for pid in super()._tree() if pid != self._me]
+
+    def _identify(self, proc) -> tuple:
+        try:
+            name = proc.name()
+        except self.ps.Error:
+            name = NA
+        if proc.pid in self.ranks:
+            return "worker", self.ranks[proc.pid], name
+        return "child", NA, name
+
+    def sample(self) -> dict | None:
+        self._slow_now = time.monotonic() >= self._next_slow
+        return super().sample()
+
+    def _read(self, proc, role, rank, name, first: bool):
+        """One process's counters from one read of /proc/<pid>/stat (state, CPU time,
+        threads, RSS); its affinity and context switches on the slow ticks only, twice a
+        second. psutil's way, a call per field, cost 2.2% of a core at 10 Hz for 32 ranks
+        (benchmarks/telemetry_overhead.py); the budget is 1% per node. Without /proc:
+        psutil's way."""
+        try:
+            with open(f"/proc/{proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return super()._read(proc, role, rank, name, first)
+        if fields[0] in (b"Z", b"X"):
+            return None   # exited, not yet reaped
+        now = time.monotonic()
+        ticks = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        rss = int(fields[21]) * _PAGE
+        last = self._cpu_seen.get(proc.pid)
+        self._cpu_seen[proc.pid] = (now, ticks)
+        cpu = NA if last is None or now <= last[0] else round(100.0 * (ticks - last[1]) / (now - last[0]), 1)
+        slow = self._slow_extra.get(proc.pid)
+        if slow is None or self._slow_now:
+            slow = self._slow_extra[proc.pid] = self._affinity_and_switches(proc.pid)
+        return {"pid": proc.pid, "role": role, "rank": rank, "name": name, "cpu_percent": cpu,
+                "rss": rss, "threads": int(fields[17]), **slow}
+
+    def _affinity_and_switches(self, pid: int) -> dict:
+        try:
+            affinity = sorted(os.sched_getaffinity(pid))
+        except (AttributeError, OSError):
+            affinity = NA
+        switches = NA
+        try:
+            with open(f"/proc/{pid}/status", "rb") as f:
+                found = {k: int(v) for k, v in (line.split(b":") for line in f
+                                                if line.startswith((b"voluntary_ctxt", b"nonvoluntary_ctxt")))}
+            switches = {"voluntary": found.get(b"voluntary_ctxt_switches", 0),
+                        "involuntary": found.get(b"nonvoluntary_ctxt_switches", 0)}
+        except (OSError, ValueError):
+            pass
+        return {"affinity": affinity, "ctx_switches": switches}
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

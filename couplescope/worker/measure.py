@@ -1,0 +1,215 @@
+"""The measured loop: a prepared variant's iterations, timed, checked and reported.
+
+What the engine (couplescope.worker.engine) and the profiled window
+(couplescope.worker.profiling) share: the variant ready to measure (`Prepared`), the
+one-call loop (`measure`) and the batches a host makes back to back. Both import it and
+it imports neither, so the engine can run the profiled window and the window can run
+iterations without an import cycle between them (docs/architecture.md; a lint-imports
+contract keeps it so).
+
+Only the coupling's call sits inside the timed region; the output reset, the check and
+the event writing happen between iterations. A training variant (`Prepared.training`,
+couplescope.worker.training) fills its step's data where an inference variant resets its
+outputs, and judges the step's loss where an inference variant checks its outputs.
+"""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from couplescope.backends.base import Coupling, error_text, essential_line
+from couplescope.backends.clock import PhaseClock
+from couplescope.protocol import events
+from couplescope.worker.training import LossNotFinite
+
+
+@dataclass
+class Prepared:
+    """A variant ready to measure: workload, host arrays, expected output, coupling."""
+
+    spec: object
+    workload: object
+    size: int
+    dtype: str
+    arrays: dict
+    outputs: dict
+    expected: dict
+    calls: list
+    clock: PhaseClock
+    coupling: Coupling
+    tolerance: float
+    #: the batches' runner, made on first use (couplescope.backends.batch)
+    runner: object = None
+    #: --task train: the data, reference and checks of the steps (worker.training.Training)
+    training: object = None
+
+    def check(self, outputs: dict | None = None) -> tuple[float, bool, str | None]:
+        """Max relative error and pass/fail of the outputs the last call wrote (or of an
+        iteration's snapshot of them, from a batch)."""
+        if outputs is None and self.coupling.output_error:
+            return float("inf"), False, self.coupling.output_error
+        err = self.workload.check(self.outputs if outputs is None else outputs, self.expected, self.arrays)
+        passed = bool(np.isfinite(err) and err <= self.tolerance)
+        return err, passed, None
+
+    def batch_runner(self):
+        """The coupling's own batches (a native host's, in C++), else the python host's
+        loop; made once, so what it learnt (batch size, the judged output) carries over."""
+        if self.runner is None:
+            from couplescope.backends.batch import PythonBatchRunner
+
+            outputs = {} if self.training else self.outputs   # a step's check is its loss
+            self.runner = self.coupling.call_batch or PythonBatchRunner(self.coupling, self.clock,
+                                                                        outputs, self.arrays)
+            self.runner.feeder = self.training
+        return self.runner
+
+    def poison_outputs(self) -> None:
+        """Fill outputs with NaN so a coupling that never writes host memory fails its check;
+        a training step's data instead (it checks its loss, not its outputs)."""
+        if self.training is not None:
+            self.training.fill_next()
+        else:
+            for out in self.outputs.values():
+                out.fill(np.nan)
+        self.coupling.output_error = None
+
+    def judge_step(self, kind: str, index: int, loss: float) -> tuple[float, bool, str | None]:
+        return self.training.judge(loss, kind, index, self.coupling)
+
+
+def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False) -> int:
+    """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
+    runs after every event, outside the timed region. With `batch` (one process), the calls
+    run in batches with nothing of the engine between them (couplescope.backends.batch).
+    Returns how many ran. Nothing is kept here: the events are the record (a list of every
+    iteration grew the worker by ~30 MiB over 50 000 calls and looked like a leak)."""
+    if batch:
+        return _measure_batched(prepared, prepared.batch_runner(), emit, kind, count, after)
+    coupling, clock = prepared.coupling, prepared.clock
+    for index in range(1, count + 1):
+        prepared.poison_outputs()
+        clock.reset()
+        error = None
+        hosted = None
+        t0 = perf_counter()
+        try:
+            hosted = coupling.call()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a failing model is a FAILED check, not a crash
+            error = error_text(exc)
+        seconds = perf_counter() - t0
+        if hosted is not None:   # timed by the host itself (native: in C++)
+            seconds = hosted
+        phases = clock.reset()
+        extra = {}
+        if prepared.training is not None:
+            extra["loss"] = coupling.take_losses() if error is None else float("nan")
+            if error is None:
+                err, passed, error = prepared.judge_step(kind, index, extra["loss"])
+            else:
+                err, passed = float("inf"), False
+        elif error is None:
+            err, passed, error = prepared.check()
+        else:
+            err, passed = float("inf"), False
+        _record(emit, index, kind, seconds, phases, err, passed, error, after, extra)
+        if "loss" in extra and not np.isfinite(extra["loss"]):
+            raise LossNotFinite(error or f"the call failed at {kind} step {index}")
+    return count
+
+
+#: the signals that end a run; while a batch of several calls runs they only take note,
+#: and act once the batch is reported
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+
+@contextmanager
+def signals_noted():
+    """Yields a list that the ending signals append to instead of acting; on leaving, the
+    first one noted is raised again with the handlers it found. A batch of short calls then
+    loses none of the calls it made (they are checked and reported first), and acts on a
+    signal within one batch (about 0.1 s)."""
+    noted: list[int] = []
+    previous = {}
+    for sig in _ENDING_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
+        except (ValueError, OSError):   # not the main thread: nothing is deferred
+            pass
+    try:
+        yield noted
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
+def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after) -> int:
+    """The same iterations, their calls made back to back by the host: each iteration's
+    outputs come back as a snapshot and are checked here, after the batch, and the batch
+    is reported as one `iterations` event (columns; a JSON object per call would cost the
+    worker and the parent more than a small model's call). A batch of one call (a slow
+    model) stays interruptible in the middle of its call, as the one-call loop is."""
+    index = 0
+    while index < count:
+        size = runner.size(count - index)
+        with (signals_noted() if size > 1 else nullcontext([])) as noted:
+            index = _one_batch(prepared, runner, emit, kind, index, count, size, after,
+                               stop=lambda: bool(noted))
+    return index
+
+
+def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) -> int:
+    records, failure = runner.run(size, stop)
+    judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
+    batch = []
+    diverged = None
+    for position, (seconds, phases, output_error, outputs, same, extra) in enumerate(records):
+        step = index + len(batch) + 1
+        if output_error:
+            err, passed, error = float("inf"), False, output_error
+        elif prepared.training is not None:
+            err, passed, error = prepared.judge_step(kind, step, extra["loss"])
+            if not np.isfinite(extra["loss"]) and diverged is None:
+                diverged = error
+        elif same:   # byte-identical to outputs already judged (backends/batch.py says why)
+            err, passed, error = judged
+        else:
+            err, passed, error = prepared.check(outputs)
+            runner.judge(position, (err, passed, error))
+        batch.append({"index": step, "kind": kind, "seconds": seconds, "phases": phases,
+                      "max_rel_error": err, "passed": passed, "error": error, **extra})
+    if failure is not None and index + len(batch) < count:   # the call that raised: FAILED
+        message, seconds = failure
+        prepared.clock.reset()
+        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
+                      "phases": {}, "max_rel_error": float("inf"), "passed": False,
+                      "error": first_line_of(message)})
+    if batch:
+        emit("iterations", **events.iteration_columns(kind, index + 1, batch))
+    for record in batch:
+        if after is not None:
+            after(kind, record["index"])
+    if diverged:
+        raise LossNotFinite(diverged)
+    return index + len(batch)
+
+
+def first_line_of(text: str) -> str:
+    return essential_line(text) or "the call failed"
+
+
+def _record(emit, index, kind, seconds, phases, err, passed, error, after, extra=None) -> None:
+    emit("iteration", index=index, kind=kind, seconds=seconds, phases=phases,
+         max_rel_error=err, passed=passed, error=error, **(extra or {}))
+    if after is not None:
+        after(kind, index)

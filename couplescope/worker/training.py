@@ -1,0 +1,242 @@
+"""The engine's side of --task train: the data each step reads, and the checks.
+
+A training variant's iteration is one optimizer step per workload call (the coupling
+makes it: couplescope.backends.training and the native host's TrainHost). Around it, the
+engine does what it does for inference, outside the timed region:
+
+- before each step the learning task fills the host's input and target arrays
+  (couplescope.workloads.learning), as a simulation writes its arrays each time step;
+- after the variant's first step, the gradients and the updated weights must equal a
+  reference step taken in eager PyTorch on the same data (C-ordered copies, so a coupling
+  that reads the host memory in the wrong order fails it, as --layout c fails inference);
+- every step's loss must be finite: the first that is not ends the variant FAILED, naming
+  the step (a diverging learning rate);
+- under MPI every rank must hold the same weights after each step (the team compares a
+  digest of them);
+- when the steps are over, the learning task's own check (FTorch's example 11: 1..5 must
+  give 5,1,2,3,4), and the trained model is saved if --save-model asked for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import zlib
+
+import numpy as np
+
+from couplescope.protocol.errors import UsageError
+from couplescope.workloads.base import max_relative_error
+from couplescope.workloads.learning import LossHistory, ModuleTargets, RandomTarget
+
+#: the first step's gradients and weights against the eager reference, per dtype: the
+#: TorchScript interpreter and eager PyTorch may order a reduction differently, and with
+#: a floor of 1e-3 of each tensor's largest value, rounding stays far below these
+GRADIENT_RTOL = {"float32": 1e-4, "float64": 1e-9, "float16": 2e-2}
+GRADIENT_FLOOR = 1e-3
+
+
+class LossNotFinite(Exception):
+    """A step's loss was NaN or infinite: the variant ends FAILED at that step."""
+
+
+class Training:
+    """What the engine needs to train one variant: data, reference, checks, history."""
+
+    def __init__(self, spec, workload, size: int, dtype: str, eager, arrays: dict,
+                 outputs: dict, expected: dict, calls: list, rank: int = 0, allreduce=None) -> None:
+        if workload.untrainable:
+            raise UsageError(f"--task train --model {workload.name}: {workload.untrainable}")
+        self.spec, self.dtype, self.calls = spec, dtype, calls
+        self.optimizer = spec.optimizer or workload.train_optimizer
+        self.lr = spec.lr if spec.lr is not None else workload.train_lr
+        from couplescope.workloads import catalogue
+
+        user_file = catalogue.is_user_model(spec.model)
+        # each rank of a data-parallel run learns from data of its own
+        seed = spec.seed if rank == 0 else int(np.random.SeedSequence([spec.seed, rank]).generate_state(1)[0])
+        if user_file:
+            maker = getattr(eager, "make_targets", None)   # a user's bridge module may define it
+            self.task = ModuleTargets(maker, calls) if callable(maker) else RandomTarget(seed)
+        else:
+            self.task = workload.learning_task(size, dtype, seed, expected)
+        self.arrays = arrays
+        self.targets = self.task.targets(arrays, outputs)
+        self.initial = initial_model(eager)
+        self.tolerance = GRADIENT_RTOL.get(dtype, 1e-4)
+        self.losses = LossHistory()
+        #: the team's gradient averaging (MPI): the reference step averages as the ranks do
+        self.allreduce = allreduce
+        self.steps = 0             # steps filled so far (the next fill is step steps + 1)
+        self.first_data = None     # step 1's inputs and targets, for the reference step
+        self.gradient_check: dict | None = None
+
+    # -- data, before each step (outside the timed region) ------------------------------------
+    def fill_next(self) -> None:
+        self.steps += 1
+        self.task.fill(self.steps, self.arrays, self.targets)
+        if self.steps == 1:
+            self.first_data = ({n: a.copy() for n, a in self.arrays.items()},
+                               {n: t.copy() for n, t in self.targets.items()})
+
+    def unfill(self, count: int) -> None:
+        """`count` steps filled ahead (a native batch) were not made: their numbers are
+        filled again (with new data: the task's data is random, or the same every step)."""
+        self.steps -= count
+
+    def fill_rows(self, count: int) -> dict:
+        """The next `count` steps' data as rows of bytes per host array (a native batch
+        copies row i into the host arrays before step i): {name: (array, rows)}. Only the
+        arrays the task changes; nothing when its data stays."""
+        if not self.task.fresh_data:
+            for _ in range(count):
+                self.fill_next()
+            return {}
+        names = {**{f"in:{n}": a for n, a in self.arrays.items()},
+                 **{f"target:{n}": t for n, t in self.targets.items()}}
+        rows = {key: (a, np.empty((count, a.nbytes), dtype=np.uint8)) for key, a in names.items()}
+        for i in range(count):
+            self.fill_next()
+            for array, buffer in rows.values():
+                buffer[i] = array.ravel(order="K").view(np.uint8)
+        return rows
+
+    # -- checks, after each step --------------------------------------------------------
+    def judge(self, loss: float, kind: str, index: int, coupling) -> tuple[float, bool, str | None]:
+        """(max_rel_error, passed, error) of a step: the gradient check on the variant's
+        first step, a finite loss on every step."""
+        self.losses.add(loss)
+        err, passed, error = 0.0, True, None
+        if self.gradient_check is None:
+            self.gradient_check = self.check_first_step(coupling)
+            err, passed = self.gradient_check["max_rel_error"], self.gradient_check["passed"]
+            if not passed:
+                error = self.gradient_check["message"]
+        if not np.isfinite(loss):
+            return float("inf"), False, f"the loss is {loss} at {kind} step {index}: training diverged"
+        return err, passed, error
+
+    def check_first_step(self, coupling) -> dict:
+        """The coupling's gradients and weights after its first step against the same
+        step(s) taken in eager PyTorch on the same data."""
+        state = coupling.state() if hasattr(coupling, "state") else None
+        if state is None or self.initial is None:
+            return {"check": "gradients", "passed": True, "max_rel_error": 0.0,
+                    "tolerance": self.tolerance,
+                    "message": "not checked: the coupling does not expose its parameters"}
+        reference = reference_step(self.initial, self.first_data, self.calls, self.spec,
+                                   self.optimizer, self.lr, self.allreduce)
+        worst, where = 0.0, "every tensor"
+        for name, (weight, grad) in reference.items():
+            if name not in state:
+                return {"check": "gradients", "passed": False, "max_rel_error": float("inf"),
+                        "tolerance": self.tolerance, "message": f"parameter {name} is missing"}
+            got_weight, got_grad = state[name]
+            for what, got, want in (("gradient", got_grad, grad), ("weight", got_weight, weight)):
+                if want is None:
+                    continue
+                if got is None:
+                    return {"check": "gradients", "passed": False, "max_rel_error": float("inf"),
+                            "tolerance": self.tolerance, "message": f"{name} has no {what}"}
+                floor = GRADIENT_FLOOR * float(np.max(np.abs(want))) if want.size else 0.0
+                err = max_relative_error(got, want, floor)
+                if not np.isfinite(err) or err > worst:
+                    worst, where = err, f"{what} of {name}"
+                if not np.isfinite(err):
+                    break
+        passed = bool(np.isfinite(worst) and worst <= self.tolerance)
+        message = (("the first step's gradients and weights equal eager PyTorch's exactly" if worst == 0
+                    else f"the first step's gradients and weights equal eager PyTorch's (worst: {where}, "
+                         f"{worst:.4E})") if passed else
+                   f"the first step's {where} differs from eager PyTorch's by {worst:.4E} "
+                   f"(tolerance {self.tolerance:g})")
+        return {"check": "gradients", "passed": passed, "max_rel_error": worst,
+                "tolerance": self.tolerance, "message": message}
+
+    # -- at the end --------------------------------------------------------------------
+    def finish(self, coupling) -> dict:
+        """The learning task's check and the summary results.json keeps under "training"."""
+        predict = self.predictor(coupling)
+        final = self.task.final_check(predict, self.losses) if predict is not None or \
+            isinstance(self.task, RandomTarget) else self.losses.well_below()
+        saved = self.save(coupling)
+        return {"task": self.task.name, "optimizer": self.optimizer, "lr": self.lr,
+                "loss": self.spec.loss, "steps": self.losses.steps,
+                "gradient_check": self.gradient_check, "final_check": final,
+                **({"saved_model": saved} if saved else {})}
+
+    def predictor(self, coupling):
+        """A function running the trained model (the coupling's weights in a copy of the
+        eager model), or None when the coupling does not expose its weights."""
+        state = coupling.state() if hasattr(coupling, "state") else None
+        if state is None or self.initial is None:
+            return None
+        import torch
+
+        model = copy.deepcopy(self.initial)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name in state:
+                    p.copy_(torch.from_numpy(np.ascontiguousarray(state[name][0])))
+
+        def predict(*inputs):
+            with torch.no_grad():
+                tensors = [torch.from_numpy(np.ascontiguousarray(x)).to(next(model.parameters()).dtype)
+                           for x in inputs]
+                return model(*tensors).numpy()
+        return predict
+
+    def save(self, coupling) -> str | None:
+        path = self.spec.save_model
+        if not path:
+            return None
+        if not hasattr(coupling, "save"):
+            raise UsageError(f"--save-model: the {self.spec.backend} coupling cannot save its model")
+        path = os.path.abspath(os.path.expanduser(path))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        coupling.save(path)
+        return path
+
+    def weights_digest(self, coupling) -> int:
+        """A CRC of every weight's bytes: equal on every rank after each step, or the ranks
+        diverged (the MPI check)."""
+        state = coupling.state()
+        digest = 0
+        for name in sorted(state):
+            digest = zlib.crc32(np.ascontiguousarray(state[name][0]).tobytes(), digest)
+        return digest
+
+
+def initial_model(eager):
+    """A copy of the model before any step, in train mode, for the reference step and the
+    final check; None for a user's bridge module (couplescope has no model of it)."""
+    import torch
+
+    if not isinstance(eager, torch.nn.Module):
+        return None
+    return copy.deepcopy(eager).train()
+
+
+def reference_step(initial, data, calls, spec, optimizer_name: str, lr: float, allreduce=None) -> dict:
+    """The first iteration's steps in eager PyTorch: {name: (weight after, grad)}. Under MPI
+    every rank takes it on its own data at the same moment, and the gradients are averaged
+    across the ranks as the coupling's are (`allreduce`, a collective)."""
+    import torch
+
+    from couplescope.backends.training import loss_of, make_optimizer
+
+    inputs, targets = data
+    model = copy.deepcopy(initial).train()
+    optimizer = make_optimizer(torch, model.parameters(), optimizer_name, lr)
+    torch.manual_seed(spec.seed)
+    for call in calls:
+        optimizer.zero_grad()
+        tensors = [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in call.inputs]
+        output = model(*tensors)
+        loss = loss_of(output, torch.from_numpy(np.ascontiguousarray(targets[call.output])), spec.loss)
+        loss.backward()
+        if allreduce is not None:
+            allreduce(list(model.parameters()))
+        optimizer.step()
+    return {name: (p.detach().numpy().copy(), None if p.grad is None else p.grad.detach().numpy().copy())
+            for name, p in model.named_parameters()}

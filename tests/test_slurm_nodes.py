@@ -1,0 +1,186 @@
+"""Ranks on two Slurm nodes: a real two-node Slurm (n1, n2, one CPU each) that .ci/slurm-up
+starts on this machine beside the one-node one; COUPLESCOPE_SLURM_NODES_CONF names it.
+Skipped, with the reason, where it does not run (not root, no Slurm, no mount namespaces).
+
+Both "nodes" are this machine, which is what makes the telemetry test sharp: the parent
+could sample n2's rank, and must not; each node's sampler samples its own rank only.
+After every test nothing of ours is left in squeue or in ps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixtures import slurm  # noqa: E402
+
+pytestmark = [pytest.mark.slurm_nodes, pytest.mark.slurm, pytest.mark.e2e]
+REASON = slurm.nodes_reason()
+if REASON:
+    pytestmark.append(pytest.mark.skip(reason=REASON))
+
+CONF = slurm.NODES_CONF
+ENV = {"SLURM_CONF": CONF}
+FAST = ["--warmup", "2", "--iterations", "5", "--profile-iterations", "0"]
+
+
+@pytest.fixture(autouse=True)
+def nothing_left(tmp_path_factory):
+    """One Slurm test at a time; every one leaves no job, srun, rank or sampler behind,
+    and both nodes up."""
+    with slurm.OneAtATime(tmp_path_factory.getbasetemp()):
+        yield
+        slurm.check_nothing_left(CONF)
+        _both_nodes_up()
+
+
+def _both_nodes_up() -> None:
+    deadline = time.monotonic() + 60
+    while slurm.reason(CONF, nodes=2) and time.monotonic() < deadline:
+        subprocess.run(["scontrol", "update", "nodename=n1,n2", "state=resume"], capture_output=True,
+                       env=slurm.slurm_env(CONF))
+        time.sleep(1)
+    assert slurm.reason(CONF, nodes=2) is None, slurm.reason(CONF, nodes=2)
+
+
+def _results(runs: Path) -> tuple[dict, list[dict]]:
+    [run] = list(runs.iterdir())
+    doc = json.loads((run / "results.json").read_text())
+    return doc["variants"][0], [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def _assert_two_nodes(stdout: str, runs: Path) -> None:
+    """The table names n1 and n2; the telemetry was sampled on each node, each sampler
+    sampling its own node's rank only; the parent sampled no rank."""
+    rows = [line.split() for line in stdout.splitlines() if line[:2] in ("0 ", "1 ")]
+    assert [(row[0], row[1]) for row in rows] == [("0", "n1"), ("1", "n2")], stdout
+    assert "per node: n1 (rank 0, 1 CPU)" in stdout and "n2 (rank 1, 1 CPU)" in stdout, stdout
+    v, evs = _results(runs)
+    assert [(r["rank"], r["node"], r["local_rank"]) for r in v["ranks"]] == [(0, "n1", 0), (1, "n2", 0)]
+    assert list(v["mpi"]["nodes"]) == ["n1", "n2"]
+    pids = {e["rank"]: e["pid"] for e in evs if e["event"] == "rank_info"}
+    samples = [e for e in evs if e["event"] == "telemetry"]
+    assert samples and all(e.get("node") in ("n1", "n2") for e in samples), \
+        "the parent sampled the ranks itself"
+    for node, rank in (("n1", 0), ("n2", 1)):
+        mine = [e["sample"] for e in samples if e["node"] == node]
+        assert mine, f"no samples from {node}"
+        seen = {(p["pid"], p["rank"]) for s in mine for p in s["processes"] if p["role"] == "worker"}
+        assert seen == {(pids[rank], rank)}, (node, seen, pids)
+    assert set(v["telemetry"]["nodes"]) == {"n1", "n2"}
+    assert "telemetry (sampled on each of 2 nodes" in stdout and "  n2: ranks CPU" in stdout
+
+
+def test_nodes_2_spreads_the_ranks_and_samples_each_node(cli, tmp_path):
+    r = cli("--preset", "simplenet-mpi", "--launcher", "srun", "--nodes", "2", *FAST,
+            "--export", tmp_path / "runs", env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    _assert_two_nodes(r.stdout, tmp_path / "runs")
+
+
+def test_inside_a_two_node_allocation(tmp_path):
+    """salloc -N2 -n2 couplescope ...: srun makes a step of the allocation, on its nodes."""
+    r = subprocess.run(["salloc", "-N2", "-n2", "--job-name=couplescope-salloc", sys.executable, "-m",
+                        "couplescope", "--preset", "simplenet-mpi", "--launcher", "srun", *FAST,
+                        "--export", str(tmp_path / "runs")],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**slurm.slurm_env(CONF), "NO_COLOR": "1"})
+    assert r.returncode == 0, r.stderr
+    _assert_two_nodes(r.stdout, tmp_path / "runs")
+
+
+def _start_long_run(tmp_path) -> tuple[subprocess.Popen, Path]:
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "simplenet", "--backend", "mpi",
+                             "--launcher", "srun", "--nodes", "2", "--iterations", "100000000",
+                             "--profile-iterations", "0", "--quiet", "--export", str(runs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**slurm.slurm_env(CONF), "NO_COLOR": "1"})
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:   # wait for a state: timed iterations measured
+        found = list(runs.glob("*/events.jsonl"))
+        if found and '"kind":"timed"' in found[0].read_text():
+            return proc, runs
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    proc.kill()
+    raise AssertionError("no timed iteration within 180 s")
+
+
+def test_a_node_taken_down_mid_run_ends_the_run_naming_it(tmp_path):
+    proc, runs = _start_long_run(tmp_path)
+    try:
+        subprocess.run(["scontrol", "update", "nodename=n2", "state=down", "reason=couplescope-test"],
+                       check=True, env=slurm.slurm_env(CONF))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert "node n2 failed (Slurm: node failure): its rank 1 ended with it" in err, err
+    assert "Traceback" not in err
+    v, _ = _results(runs)
+    assert v["status"] == "failed" and v["error_kind"] == "lost" and "node n2" in v["error"]
+    assert v["stats"]["n"] > 0 and v["mpi"]["nodes"]["n2"]["ranks"] == [1]   # what was measured is kept
+
+
+def test_a_rank_killed_on_one_node_ends_the_run_naming_it(tmp_path):
+    proc, runs = _start_long_run(tmp_path)
+    try:
+        _, evs = _results_so_far(runs)
+        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
+        os.kill(rank1, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "rank 1 on node n2: Killed" in err, err
+    v, _ = _results(runs)
+    assert v["status"] == "failed" and v["stats"]["n"] > 0
+
+
+def _results_so_far(runs: Path):
+    [events] = list(runs.glob("*/events.jsonl"))
+    return None, [json.loads(line) for line in events.read_text().splitlines()]
+
+
+def _documented_batch_script() -> str:
+    """The two-node sbatch script docs/mpi.md shows, exactly as written there."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mpi.md").read_text()
+    after = text.split("<!-- the two-node batch script tested by tests/test_slurm_nodes.py -->", 1)[1]
+    return after.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_two_node_batch_script(tmp_path):
+    script = tmp_path / "couplescope-2nodes.sbatch"
+    script.write_text(_documented_batch_script())
+    assert "#SBATCH --nodes=2" in script.read_text()
+    env = {k: v for k, v in slurm.slurm_env(CONF).items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"   # this venv's couplescope
+    out = tmp_path / "job.out"
+    job = subprocess.run(["sbatch", "--parsable", f"--output={out}", str(script)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, check=True).stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and job in slurm.queue(CONF):
+            time.sleep(2)
+        assert job not in slurm.queue(CONF), "the job did not end within 5 minutes"
+    finally:
+        subprocess.run(["scancel", job], capture_output=True, env=slurm.slurm_env(CONF))
+    text = out.read_text()
+    assert "per node: n1 (rank 0, 1 CPU)" in text and "n2 (rank 1, 1 CPU)" in text, text[-3000:]
+    [results] = list(tmp_path.glob("runs/*/results.json"))
+    v = json.loads(results.read_text())["variants"][0]
+    assert v["verdict"] == "passed" and list(v["mpi"]["nodes"]) == ["n1", "n2"]
+    assert set(v["telemetry"]["nodes"]) == {"n1", "n2"}

@@ -1,0 +1,212 @@
+"""Every documented key works wherever the focus is (docs/tui.md, Keys).
+
+Textual's text fields claim every printable key while focused, which silently disabled
+the app's keys (r, q, ?, w ...) once a number had been typed. Here the real app types
+into each of its text fields and then presses r, q, ?, w and escape; every other key
+from one field of each kind (and every field's claim on every key is checked without
+pressing it); a recorded run is played back for the keys that need one (e, c, s).
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, SelectionList, Tabs
+
+from test_tui_replay import replay_app, run_replay
+from couplescope.frontends.tui.compare import CompareScreen
+from couplescope.frontends.tui.help import HelpScreen
+
+SIZE = (80, 24)
+
+
+def text_fields(app) -> list[str]:
+    """Every text field of the form (a field added later is covered too)."""
+    ids = [w.id for w in app.query_one("#form").query(Input)]
+    assert {"size", "iterations", "warmup", "threads", "profile_iterations"} <= set(ids), ids
+    return ids
+
+
+def word_fields(app) -> list[str]:
+    """The fields that take words (a name, a path, a memory limit, launcher arguments):
+    letters are text there, and escape leaves them for the keys."""
+    return [w.id for w in app.query_one("#form").query(Input) if w.type == "text" and not w.restrict]
+
+
+def number_fields(app) -> list[str]:
+    """The fields that take digits (and commas, semicolons, x): every letter key passes."""
+    words = word_fields(app)
+    return [f for f in text_fields(app) if f not in words]
+
+
+async def type_into(pilot, field: str, keep: bool = False) -> None:
+    """Focus `field` on the Pick view and type into it, as a user would (a digit; a letter
+    and then escape in a field that takes words); `keep` puts the field's value back
+    afterwards (not by a key: the focus stays where it is), so the run is the recording's."""
+    app = pilot.app
+    widget = app.query_one(f"#{field}", Input)
+    widget.focus()                    # the Pick view comes with it
+    await pilot.pause()
+    before = widget.value
+    words = field in word_fields(app)
+    await pilot.press("a" if words else "1")
+    typed = "a" if words else "1"
+    # it went in (focusing a field may select its text, and then it replaces it)
+    assert widget.value == typed or widget.value.count(typed) == before.count(typed) + 1, (field, widget.value)
+    assert app.focused is widget
+    if words:
+        await pilot.press("escape")   # letters are text here: escape leaves the field
+        assert isinstance(app.focused, Tabs), (field, app.focused)
+    if keep:
+        widget.value = before
+
+
+def toasts(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+#: one field of each kind a text field can be: the size list, the input shapes, an integer,
+#: a float, words (test_no_number_field_claims_an_app_key covers every field by its kind)
+ONE_OF_EACH_KIND = ("size", "input_shape", "iterations", "telemetry_hz", "name")
+
+
+def app_keys() -> set[str]:
+    """The single characters the main screen binds (the run keys and the views' keys)."""
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    return {b.key if len(b.key) == 1 else "?" for b in CoupleScopeApp.BINDINGS
+            if len(b.key) == 1 or b.key == "question_mark"}
+
+
+async def test_no_number_field_claims_an_app_key():
+    """Every text field, every key the app binds: a number field lets it through to the app,
+    a field that takes words keeps letters as text (escape leaves it)."""
+    from couplescope.frontends.tui.fields import FieldInput
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE):
+        keys = app_keys()
+        assert {"r", "s", "e", "c", "q", "?", "p", "w", "t", "h"} <= keys
+        words = word_fields(app)
+        for field in text_fields(app):
+            widget = app.query_one(f"#{field}", Input)
+            assert isinstance(widget, FieldInput), field
+            claimed = {k for k in keys if widget.check_consume_key(k, k)}
+            assert claimed == (keys if field in words else set()), (field, claimed)
+            assert widget.check_consume_key("1", "1"), field   # and it takes digits
+
+
+async def test_help_w_and_escape_work_after_typing_into_every_field():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        for field in text_fields(app):
+            await type_into(pilot, field)
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen), field
+            await pilot.press("escape")
+            assert not isinstance(app.screen, HelpScreen), field
+            await pilot.press("w")            # the focus is back where it was
+            assert app.query_one("#tabs").active == "watch", field
+            if field not in word_fields(app):   # (type_into left those with escape already)
+                await type_into(pilot, field)
+                await pilot.press("escape")     # leaves the field for the tab bar
+                assert isinstance(app.focused, Tabs), (field, app.focused)
+                await pilot.press("right")      # where the arrows switch views
+                assert app.query_one("#tabs").active == "watch", field
+
+
+async def test_r_runs_after_typing_into_every_field():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        for n, field in enumerate(text_fields(app), 1):
+            await type_into(pilot, field, keep=True)
+            await run_replay(pilot)                         # presses r
+            assert len(app.runs) == n and app.runs[n].status == "finished", (field, app.notes[-1:])
+            assert app.query_one("#tabs").active == "watch", field
+
+
+async def test_every_key_works_after_typing_into_a_field_of_each_kind(tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        for n, field in enumerate(ONE_OF_EACH_KIND, 1):
+            for key, tab in (("t", "telemetry"), ("h", "history"), ("p", "pick")):
+                await type_into(pilot, field, keep=True)
+                await pilot.press(key)
+                assert app.query_one("#tabs").active == tab, (field, key)
+            await type_into(pilot, field, keep=True)
+            await run_replay(pilot)
+            await type_into(pilot, field, keep=True)
+            await pilot.press("s")                          # nothing runs: it says so
+            assert "no run is going" in toasts(app), field
+            app.clear_notifications()
+            await type_into(pilot, field, keep=True)
+            await pilot.press("e")                          # exports the latest run
+            await pilot.pause()
+            assert app.runs[n].export_path, (field, app.notes[-1:])
+            await type_into(pilot, field, keep=True)
+            await pilot.press("c")
+            assert isinstance(app.screen, CompareScreen), field
+            await pilot.press("escape")
+            assert not isinstance(app.screen, CompareScreen), field
+        for screen_key in ("c", "question_mark"):    # a view key from compare or help shows it
+            await pilot.press(screen_key, "h")
+            assert app.screen is app.main and app.query_one("#tabs").active == "history"
+
+
+async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        for field in ONE_OF_EACH_KIND[:-1]:
+            await type_into(pilot, field)
+            shown = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
+            assert {"r", "s", "e", "c", "question_mark", "q"} <= shown, (field, shown)
+
+
+@pytest.mark.parametrize("field", ONE_OF_EACH_KIND)
+async def test_q_quits_after_typing_into_a_field(field):
+    """One field of each kind (an app each; every field's claim on q is checked above). A
+    field that takes words: typed, escape, then q."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        await type_into(pilot, field)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app._exit, field
+
+
+@pytest.mark.parametrize("field", ONE_OF_EACH_KIND)
+async def test_ctrl_c_quits_from_inside_a_field(field):
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        app.query_one(f"#{field}", Input).focus()
+        await pilot.pause()
+        await pilot.press("1", "ctrl+c")                    # without leaving it, whatever it takes
+        await pilot.pause()
+        assert app._exit, field
+
+
+async def test_a_field_that_takes_words_keeps_the_letters_until_escape():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        assert {"name", "export"} <= set(word_fields(app))
+        for field in word_fields(app):
+            widget = app.query_one(f"#{field}", Input)
+            widget.focus()
+            await pilot.pause()
+            await pilot.press("q", "r")                    # text here, not quit and run
+            assert widget.value.endswith("qr") and not app.runs and app.is_running, field
+            widget.value = ""
+
+
+async def test_the_first_space_on_the_backends_list_ticks_a_box():
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        backends = app.query_one("#backends", SelectionList)
+        before = list(backends.selected)
+        backends.focus()
+        await pilot.pause()
+        await pilot.press("space")
+        await pilot.pause()
+        assert backends.selected != before
+        await pilot.press("r")                              # and r still runs from the list
+        assert len(app.runs) == 1
