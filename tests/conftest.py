@@ -8,6 +8,11 @@ import sys
 
 import pytest
 
+#: the app's animations (the tab bar's underline sliding across) are off in tests: a Pilot
+#: key press waits for them to end, which doubled the time of every tab switch, and the
+#: screens they end on are the same
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
 FAST = ["--warmup", "1", "--iterations", "3", "--profile-iterations", "0", "--telemetry-hz", "0"]
 
 

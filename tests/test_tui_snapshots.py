@@ -54,11 +54,15 @@ def with_catalogue(name: str):
 
 
 def on_screen(app) -> str:
-    """The screen as the snapshot takes it, as plain text."""
+    """The screen as the snapshot takes it, as plain text: the SVG's text runs, a line per row."""
     import html
     import re
 
-    return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for x, y, text in re.findall(r'<text class="[^"]*-r\d+"[^>]* x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>',
+                                 app.export_screenshot()):
+        rows.setdefault(float(y), []).append((float(x), html.unescape(text).replace("\xa0", " ")))
+    return "\n".join("".join(t for _, t in sorted(runs)) for _, runs in sorted(rows.items()))
 
 
 async def loaded(pilot) -> None:
