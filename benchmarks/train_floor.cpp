@@ -13,8 +13,9 @@
 // the loss is made:
 //
 //   plain   loss = (output - target).pow(2).mean() on stack tensors: what a C++ programmer
-//           writes, and the least a host can do for this loss
-//   ftorch  the loss as FTorch's Fortran API makes it (example 11's
+//           writes with operators (torch::nn::functional::mse_loss, one fused call, is
+//           cheaper still; FTorch's torch_loss_mse makes that call: docs/training.md)
+//   ftorch  the loss as FTorch's example 11 makes it through FTorch's API (example 11's
 //           `torch_tensor_from_array(loss, loss_data)` then
 //           `torch_tensor_mean(loss, (out - target) ** 2)`): the output a heap handle
 //           rebound to the forward's result; the previous step's loss handle deleted and a

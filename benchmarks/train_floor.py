@@ -7,13 +7,15 @@ steady_clock around the step and nothing else, on FTorch's example 11 task (new 
 input every step, outside the clock; the target the input shifted by one place; lr 0.05).
 It runs in two modes:
 
-- `ftorch`: the loss made as FTorch's Fortran API makes it and as couplescope's host
-  reproduces on purpose (a new loss handle over a one-element buffer every step, each
-  overloaded operator's result first made with torch::empty, the mean copied into the
-  buffer). The issue's target (native / floor <= 1.15) applies to this floor: the ratio is
-  then what couplescope itself adds to the calls a Fortran code makes through FTorch.
+- `ftorch`: the loss made as FTorch's example 11 makes it (FTorch's overloaded operators
+  and torch_tensor_mean) and as couplescope's host reproduces on purpose (a new loss
+  handle over a one-element buffer every step, each overloaded operator's result first
+  made with torch::empty, the mean copied into the buffer). docs/training.md argues the
+  issue's target (native / floor <= 1.15) applies to this floor: the ratio is then what
+  couplescope itself adds to the calls example 11 makes through FTorch.
 - `plain`: `(output - target).pow(2).mean()` on stack tensors, what a C++ programmer
-  writes. Against it, the ratio also holds what FTorch's way of making the loss costs.
+  writes. Against it, the ratio also holds what example 11's way of making the loss costs.
+  (FTorch's torch_loss_mse, one fused mse_loss call, is cheaper than both: docs/training.md.)
 
 Beside them, couplescope's median step on the native host (`RunSpec(model="simplenet",
 task="train", threads=1, host="native")` through the library API, the same as
@@ -123,7 +125,7 @@ def main() -> None:
     print(f"  floor, FTorch's calls {us(med['floor'])} us   ratio {ours / med['floor']:.3f} "
           f"({verdict} the target {TARGET})")
     print(f"  floor, plain          {us(med['plain'])} us   ratio {ours / med['plain']:.3f} "
-          f"(includes what FTorch's way of making the loss costs)")
+          f"(includes what example 11's way of making the loss costs)")
 
     print("\nper phase, median of the per-round medians (us; the floors' from runs that also "
           "read the clock between phases):")

@@ -28,8 +28,9 @@
 //            step        optimizer.step() (torch_optim_step)
 //   The loss is read from the loss buffer after the step, outside the timed phases and the
 //   step's time, as example 11 reads loss_data to log it. Example 11 also copies the
-//   gradient into a Fortran array every step (torch_tensor_get_gradient) for printing; that
-//   is not part of the step and is not made here.
+//   gradient every step into a tensor made before its loop (torch_tensor_get_gradient into
+//   weights_grad, from torch_tensor_empty) to print it every 100 steps; that is not part of
+//   the step and is not made here.
 //
 // The step's time (the iteration's whole) runs from its first call to the end of
 // optimizer.step(). The GIL, released before it and taken back after it, is outside it: a
