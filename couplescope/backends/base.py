@@ -159,6 +159,17 @@ class Team:
     def after_iteration(self, kind: str, index: int) -> None:
         """Called after every iteration's event, outside the timed region."""
 
+    def next_command(self) -> dict | None:
+        """A variant measured in rounds (the worker started paced): the parent's next
+        command, read from stdin (couplescope.protocol.contract: a round's iterations, or
+        finish); None when the parent has gone. Blocks without using the CPU: the other
+        variants are being measured meanwhile."""
+        import sys
+
+        from couplescope.protocol.contract import parse_command
+
+        return parse_command(sys.stdin.readline())
+
     def gradient_reducer(self):
         """A training step's gradient averaging across processes (a callable taking the
         model's parameters, timed as the allreduce phase); None for one process."""

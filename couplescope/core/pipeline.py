@@ -90,8 +90,12 @@ class Pipeline:
             # last: the front end's closing lines come before the second or two it takes
             self.summary_plot = SummaryPlot(self.exporter)
             chain.append(self.summary_plot)
+        from couplescope.core import rounds
+
+        plan = rounds.plan(request.specs, getattr(request, "rounds", None), getattr(request, "order_seed", None),
+                           getattr(request, "baseline", None), getattr(request, "orders", None))
         self.session = Session(request.specs, chain, title=request.title, workers=workers,
-                               worker_env=request.worker_env())
+                               worker_env=request.worker_env(), plan=plan)
 
     def run(self) -> Outcome:
         builder = self.session.run()

@@ -25,13 +25,17 @@ from couplescope.results.builder import ResultsBuilder
 
 class PlayedWorker:
     """A WorkerHandle whose events are given, not measured: `pid` is None (there is no
-    process to watch); `output` is what it "printed"."""
+    process to watch); `output` is what it "printed". Paced (a run in rounds), `events()`
+    plays up to the next round_finished and the rest waits for the next round."""
 
     pid = None
 
-    def __init__(self, spec, played: list, output=(), short: str = "the recording ends before the variant does") -> None:
+    def __init__(self, spec, played: list, output=(), short: str = "the recording ends before the variant does",
+                 paced: bool = False) -> None:
         self.spec = spec
         self._events = list(played)
+        self._next = 0
+        self.paced = paced
         self._stopped = False
         self._short = short
         self.returncode = None
@@ -40,11 +44,19 @@ class PlayedWorker:
         self.on_notice = None
 
     def events(self):
-        for ev in self._events:
-            if self._stopped:
-                break
-            yield ev_mod.typed(ev)
+        while self._next < len(self._events) and not self._stopped:
+            ev = ev_mod.typed(self._events[self._next])
+            self._next += 1
+            yield ev
+            if self.paced and ev.event == "round_finished":
+                return
         self.returncode = 0
+
+    def run_round(self, round_number: int, iterations: int) -> None:
+        """The next round's events are already there."""
+
+    def finish(self) -> None:
+        """The events after the last round are already there."""
 
     def stop(self, timeout: float = 0.0) -> None:
         self._stopped = True
@@ -58,16 +70,20 @@ class ReplayWorkers:
 
     processes = False   # the recording holds the telemetry it was recorded with
 
+    #: the parent's own pacing of a run in rounds: the replaying session says them again
+    PACING = ("rounds_planned", "round_started")
+
     def __init__(self, recorded: list) -> None:
         self._by_variant: dict[str, list] = {}
         for ev in map(ev_mod.typed, recorded):
-            self._by_variant.setdefault(ev.variant, []).append(ev)
+            if ev.event not in self.PACING:
+                self._by_variant.setdefault(ev.variant, []).append(ev)
 
     def prepare(self, spec, emit) -> None:
         """Nothing to build: the recording's host_build events say what was."""
 
-    def start(self, spec, env: dict) -> PlayedWorker:
-        return PlayedWorker(spec, self._by_variant.get(spec.label, []))
+    def start(self, spec, env: dict, shares=None) -> PlayedWorker:
+        return PlayedWorker(spec, self._by_variant.get(spec.label, []), paced=shares is not None)
 
 
 def replayer(recorded: list) -> ReplayWorkers:
@@ -121,7 +137,13 @@ class Recording:
         host resolution here: they ran). No telemetry: the recording has its samples."""
         from couplescope.core.request import RunRequest
 
-        return RunRequest(title=self.title, specs=tuple(self.specs), export=export, telemetry_hz=0)
+        planned = next((ev for ev in self.events if ev.event == "rounds_planned"), None)
+        rounds = {}
+        if planned is not None:   # played in the recorded rounds, in the recorded orders
+            rounds = {"rounds": planned.rounds, "order_seed": planned.seed, "baseline": planned.baseline,
+                      "orders": tuple(tuple(o) for o in planned.orders)}
+        return RunRequest(title=self.title, specs=tuple(self.specs), export=export, telemetry_hz=0,
+                          **rounds)
 
     def workers(self) -> ReplayWorkers:
         return ReplayWorkers(self.events)

@@ -67,6 +67,8 @@ RunRequest = make_dataclass("RunRequest", [
     ("preset", "str | None", field(default=None)),
     #: what the user should know before the run (a variant falling back to the python host)
     ("notes", "tuple", field(default=())),
+    #: a recorded run's round orders, played as they were (couplescope.core.replay)
+    ("orders", "tuple | None", field(default=None)),
     *[_run_field(o) for o in options.RUN_OPTIONS],
 ], bases=(_RequestMethods,), frozen=True)
 RunRequest.__module__ = __name__
@@ -134,8 +136,9 @@ def build(asked: RunOptions) -> RunRequest:
     validate_all(specs, asked.preset)
     specs, notes = resolve_hosts(specs)
     given = {o.name: getattr(asked, o.name) for o in options.RUN_OPTIONS}
-    return RunRequest(title=title, specs=tuple(named(specs)), preset=asked.preset, notes=notes,
-                      **run_settings(given, preset_settings))
+    specs = named(specs)
+    return RunRequest(title=title, specs=tuple(specs), preset=asked.preset, notes=notes,
+                      **paced(run_settings(given, preset_settings), specs))
 
 
 def from_specs(specs, title: str = "", **settings) -> RunRequest:
@@ -152,8 +155,18 @@ def from_specs(specs, title: str = "", **settings) -> RunRequest:
     validate_all(specs)
     specs, notes = resolve_hosts(specs)
     settings.setdefault("telemetry_hz", 0.0)
-    return RunRequest(title=title or specs[0].model, specs=tuple(named(specs)), notes=notes,
-                      **run_settings(settings))
+    specs = named(specs)
+    return RunRequest(title=title or specs[0].model, specs=tuple(specs), notes=notes,
+                      **paced(run_settings(settings), specs))
+
+
+def paced(settings: dict, specs) -> dict:
+    """The run settings with the rounds decided (couplescope.core.rounds: the user's, else
+    interleaved for a comparison) and the baseline checked against the variants' names."""
+    from couplescope.core import rounds
+
+    rounds.check_baseline(settings.get("baseline"), specs)
+    return {**settings, "rounds": rounds.resolve(settings.get("rounds"), specs)}
 
 
 def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:

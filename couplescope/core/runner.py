@@ -20,7 +20,8 @@ import sys
 import threading
 
 from couplescope.protocol import events, scratch
-from couplescope.protocol.contract import NATIVE_MODULE_ENV, PARENT_PID_ENV, is_worker_argv, worker_argv
+from couplescope.protocol.contract import (FINISH_COMMAND, NATIVE_MODULE_ENV, PARENT_PID_ENV, is_worker_argv,
+                                           round_command, worker_argv)
 
 
 #: run before a launcher (mpiexec, srun): ask the kernel for SIGTERM when this process dies
@@ -54,11 +55,12 @@ def same_package_env(env: dict) -> dict:
     return {**env, "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(paths)}
 
 
-def worker_command(spec) -> list[str]:
+def worker_command(spec, paced: bool = False) -> list[str]:
     """The command that runs one variant; a backend may wrap it (mpiexec ...)."""
     from couplescope import backends
 
-    return backends.get(spec.backend).launcher(spec).command(spec, worker_argv(sys.executable, spec.to_dict()))
+    return backends.get(spec.backend).launcher(spec).command(
+        spec, worker_argv(sys.executable, spec.to_dict(), paced=paced))
 
 
 def backend_env(spec) -> dict:
@@ -120,8 +122,9 @@ class LiveWorkers:
             return {NATIVE_MODULE_ENV: self._native[1]}
         return {}
 
-    def start(self, spec, env: dict) -> "WorkerProcess":
-        return WorkerProcess(spec, {**env, **self.env_for(spec)}, stderr_sink=self._stderr_sink)
+    def start(self, spec, env: dict, shares=None) -> "WorkerProcess":
+        return WorkerProcess(spec, {**env, **self.env_for(spec)}, stderr_sink=self._stderr_sink,
+                             paced=shares is not None)
 
 
 #: what torch's profiler (kineto) writes to stderr every time it starts and stops, whatever
@@ -132,12 +135,16 @@ TORCH_MARKER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
 
 class WorkerProcess:
     """One running variant, a worker process (a couplescope.core.workers.WorkerHandle).
-    Iterate `events()`; `stop()` ends it; `returncode` after."""
+    Iterate `events()`; `stop()` ends it; `returncode` after.
+
+    Paced (--rounds), the worker waits after its warm-up for a command on its stdin:
+    `run_round` sends one, and `events()` then yields up to that round's round_finished (the
+    process stays, its model loaded, for the next); `finish` ends the rounds."""
 
     #: the last lines of what a worker printed that are kept for the user
     OUTPUT_LINES = 1000
 
-    def __init__(self, spec, env: dict | None = None, stderr_sink=None) -> None:
+    def __init__(self, spec, env: dict | None = None, stderr_sink=None, paced: bool = False) -> None:
         self.spec = spec
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         #: the last OUTPUT_LINES lines the worker printed (stderr and stray stdout), and how
@@ -146,7 +153,9 @@ class WorkerProcess:
         self.output_total = 0
         self._output_lock = threading.Lock()   # lines come from the stderr thread and from events()
         self._stderr_sink = stderr_sink
-        cmd = worker_command(spec)
+        self.paced = paced
+        self._stream = None                    # the one reader of its stdout, kept across rounds
+        cmd = worker_command(spec, paced)
         if not is_worker_argv(cmd):   # a launcher around the worker
             cmd = dies_with_parent(cmd)
         full_env = same_package_env(dict(os.environ))
@@ -156,7 +165,8 @@ class WorkerProcess:
         full_env[PARENT_PID_ENV] = str(os.getpid())
         full_env.update(env or {})
         full_env.setdefault("PYTHONUNBUFFERED", "1")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if paced else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=full_env, text=True,
                                      bufsize=1, start_new_session=True, encoding="utf-8",
                                      errors="replace")
@@ -212,7 +222,34 @@ class WorkerProcess:
         threading.Thread(target=give_up, name="couplescope-launch-wait", daemon=True).start()
 
     def events(self):
-        """Yield events as the worker writes them; lines that are not events are kept as stderr."""
+        """Yield events as the worker writes them, until it has ended; paced, until it ends
+        the round it was given (its round_finished is the last event yielded)."""
+        if self._stream is None:
+            self._stream = self._read()
+        for event in self._stream:
+            yield event
+            if self.paced and event["event"] == "round_finished":
+                return
+
+    def _send(self, command: str) -> None:
+        """A command on the paced worker's stdin; a worker already gone reads nothing, and
+        says so by ending its stream (the session reports how it ended)."""
+        try:
+            self.proc.stdin.write(command)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def run_round(self, round_number: int, iterations: int) -> None:
+        """Measure `iterations` timed iterations as round `round_number` (paced)."""
+        self._send(round_command(round_number, iterations))
+
+    def finish(self) -> None:
+        """The rounds are over: the worker profiles, finishes and ends (paced)."""
+        self._send(FINISH_COMMAND)
+
+    def _read(self):
+        """Every event the worker writes; lines that are not events are kept as stderr."""
         for line in self.proc.stdout:
             event = events.parse(line)
             if event is not None:
@@ -234,6 +271,11 @@ class WorkerProcess:
         if self.proc.poll() is None or self._cleaned:
             return
         self._cleaned = True
+        if self.proc.stdin is not None:   # paced: the commands' pipe
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
         shutil.rmtree(self._scratch["TMPDIR"], ignore_errors=True)
         from couplescope import backends
 

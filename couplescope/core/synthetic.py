@@ -45,10 +45,11 @@ def environment(spec) -> dict:
             "synthetic": True}
 
 
-def events_for(spec, seconds: float = 1e-3, processes: int | None = None) -> list[events.Event]:
+def events_for(spec, seconds: float = 1e-3, processes: int | None = None, shares=None) -> list[events.Event]:
     """Everything a worker measuring `spec` writes, made up: calls of about `seconds`
     each (within 10%, seeded by the spec), every check passed. `processes`: the ranks
-    (default: as many as the spec's backend starts)."""
+    (default: as many as the spec's backend starts). `shares`: a paced worker's timed
+    iterations per round (--rounds), each round ended by its round_finished."""
     if processes is None:
         from couplescope import backends
 
@@ -74,14 +75,25 @@ def events_for(spec, seconds: float = 1e-3, processes: int | None = None) -> lis
         return {"seconds": total, "phases": {p: total * share for p, share in PHASES.items()},
                 "max_rel_error": 0.0, "passed": True, "error": None}
 
-    for kind, count in (("warmup", spec.warmup), ("timed", spec.iterations),
-                        ("profiled", spec.profile_iterations)):
+    def calls(kind: str, first: int, count: int) -> list:
         if processes > 1:   # per rank, call by call (as MPI ranks report them)
-            played += [events.make("iteration", name, index=i, kind=kind, rank=r, **call())
-                       for i in range(1, count + 1) for r in range(processes)]
-        elif count:         # one batch, as the native host reports them
-            records = [{"index": i, **call()} for i in range(1, count + 1)]
-            played.append(events.make("iterations", name, **events.iteration_columns(kind, 1, records)))
+            return [events.make("iteration", name, index=i, kind=kind, rank=r, **call())
+                    for i in range(first, first + count) for r in range(processes)]
+        if count:           # one batch, as the native host reports them
+            records = [{"index": i, **call()} for i in range(first, first + count)]
+            return [events.make("iterations", name, **events.iteration_columns(kind, first, records))]
+        return []
+
+    played += calls("warmup", 1, spec.warmup)
+    if shares is None:
+        played += calls("timed", 1, spec.iterations)
+    else:
+        done = 0
+        for number, count in enumerate(shares, 1):
+            played += calls("timed", done + 1, count)
+            played.append(events.make("round_finished", name, round=number, iterations=count))
+            done += count
+    played += calls("profiled", 1, spec.profile_iterations)
     played.append(events.make("variant_finished", name, summary={}))
     return played
 
@@ -99,17 +111,20 @@ class SyntheticWorkers:
     def prepare(self, spec, emit) -> None:
         """Nothing to build."""
 
-    def start(self, spec, env: dict) -> PlayedWorker:
-        played = events_for(spec, self.seconds)
+    def start(self, spec, env: dict, shares=None) -> PlayedWorker:
+        played = events_for(spec, self.seconds, shares=shares)
         if self.script is not None:
             played = self.script(spec, played)
-        return PlayedWorker(spec, played, self.output, short="the synthetic worker ended early")
+        return PlayedWorker(spec, played, self.output, short="the synthetic worker ended early",
+                            paced=shares is not None)
 
 
-def request(specs, title: str = "synthetic", export: str | None = None):
+def request(specs, title: str = "synthetic", export: str | None = None, **settings):
     """A request for `specs` as given: named (couplescope.core.request.named), nothing
     checked against this machine (a spec's host stays what it says, so names do not
-    change with the compilers installed)."""
+    change with the compilers installed). `settings`: run options (rounds, order_seed,
+    baseline ...)."""
     from couplescope.core.request import RunRequest, named
 
-    return RunRequest(title=title, specs=tuple(named(list(specs))), export=export, telemetry_hz=0)
+    return RunRequest(title=title, specs=tuple(named(list(specs))), export=export,
+                      **{"telemetry_hz": 0, **settings})

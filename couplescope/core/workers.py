@@ -15,10 +15,11 @@ through this seam, so any of these can stand behind it:
                                            or recording (a new event kind included)
 
 One `Workers` object serves one run, so what it works out once (the native host's build
-key and module) holds for every variant, and a Workers that keeps its processes alive
-between rounds of the same variants (issue 21's interleaved rounds) only has to hand the
-session a fresh `WorkerHandle` per round: the session neither knows nor cares whether a
-process was started for it.
+key and module) holds for every variant. A run in interleaved rounds (--rounds,
+couplescope.core.rounds) starts each variant's worker paced: `start(spec, env, shares)`
+with its timed iterations per round; the session then calls `run_round` before each of
+its rounds and reads `events()` up to that round's round_finished, and `finish` after
+the last round. The worker (its process, its loaded model) stays between rounds.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ class WorkerHandle(Protocol):
 
     def events(self) -> Iterator[Event]:
         """The worker's events, typed and in order, until it has ended (a batch's calls
-        already expanded: couplescope.protocol.events.parse)."""
+        already expanded: couplescope.protocol.events.parse); paced, until it ends the
+        round it was given (round_finished, the last event yielded)."""
+
+    def run_round(self, round_number: int, iterations: int) -> None:
+        """Paced: measure `iterations` timed iterations as round `round_number`."""
+
+    def finish(self) -> None:
+        """Paced: the rounds are over; the worker finishes (profiled window, variant_finished)."""
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the worker (what it measured stays); safe from any thread, and twice."""
@@ -68,6 +76,7 @@ class Workers(Protocol):
         events). Raises when the variant cannot run; the message becomes its
         variant_failed line."""
 
-    def start(self, spec, env: dict) -> WorkerHandle:
+    def start(self, spec, env: dict, shares=None) -> WorkerHandle:
         """A worker measuring `spec`, with `env` added to its environment (the listeners'
-        and the request's variables)."""
+        and the request's variables); paced when `shares` (its timed iterations per round)
+        are given."""

@@ -242,6 +242,11 @@ class RunDirectoryExporter(Listener):
         if saved and self._events is not None:
             self._events.finish()   # then lines that waited for room, if there is some now
 
+    def round_done(self, builder, round_number: int) -> None:
+        """A run in rounds ends its variants only after the last round: results.json is
+        written after every round too, so an interruption loses no finished round."""
+        self.variant_done(builder)
+
     def _save_results(self, builder) -> bool:
         """results.json, replaced atomically; when there is no room, the reserve is given
         back, then an events.jsonl that could not be finished is given up for it."""

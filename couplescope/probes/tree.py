@@ -9,6 +9,9 @@ cannot be read is the string "n/a".
     sample = {"processes": [{pid, role, rank, name, cpu_percent, rss, threads, affinity,
                              ctx_switches: {voluntary, involuntary}}],
               "tree": {processes, cpu_percent, rss, threads},
+              "sampler": {pid, cpu_percent}: the process taking the sample (couplescope's
+                         parent, or a node sampler), so that `others_cpu_percent` can tell
+                         other processes' CPU from couplescope's own,
               "system": {cpu_percent: [per core], memory_used, memory_total, memory_percent,
                          load: [1, 5, 15 minute load averages]},
               "gpu": [per device, see couplescope.probes.gpu] | "n/a"}
@@ -55,6 +58,7 @@ class TreeSampler:
         except psutil.Error:
             self.root = None
         self._cpu_last = self._cpu_times()
+        self._own_last = (time.monotonic(), time.process_time())
         self._next_slow = 0.0
         self._memory: dict = {}
 
@@ -76,6 +80,13 @@ class TreeSampler:
             idle = (b.idle - a.idle) + (getattr(b, "iowait", 0) - getattr(a, "iowait", 0))
             out.append(round(100.0 * (total - idle) / total, 1) if total > 0 else 0.0)
         return out
+
+    def _own_cpu(self):
+        """This process's CPU since the last sample, percent of one core (all its threads:
+        the sampler, and in the parent the printer or the app)."""
+        wall, cpu = time.monotonic(), time.process_time()
+        (wall0, cpu0), self._own_last = self._own_last, (wall, cpu)
+        return round(100.0 * (cpu - cpu0) / (wall - wall0), 1) if wall > wall0 else NA
 
     def _roots(self) -> list[int]:
         return [self.root.pid] if self.root is not None else []
@@ -218,8 +229,23 @@ class TreeSampler:
         if not alive.intersection(self._roots()):
             return None
         return {"processes": processes, "tree": _tree_totals(processes),
+                "sampler": {"pid": os.getpid(), "cpu_percent": self._own_cpu()},
                 "system": {"cpu_percent": self._per_core(), **self._memory},
                 "gpu": self.gpu.sample([p["pid"] for p in processes]) if self.gpu is not None else NA}
+
+
+def others_cpu_percent(sample: dict):
+    """CPU that processes other than couplescope's own used while the sample was taken, in
+    percent of one core: the whole machine's busy time less the measured tree's and the
+    sampler's process's (couplescope's parent or a node sampler). What a shared node's other
+    jobs took: the worker's own share says nothing of them (a worker that sleeps in its
+    calls uses little CPU on a quiet machine). "n/a" when a part cannot be read."""
+    cores = (sample.get("system") or {}).get("cpu_percent")
+    tree = (sample.get("tree") or {}).get("cpu_percent")
+    own = (sample.get("sampler") or {}).get("cpu_percent")
+    if not isinstance(cores, list) or not cores or not is_number(tree) or not is_number(own):
+        return NA
+    return round(max(0.0, sum(cores) - tree - own), 1)
 
 
 def _parent_of(pid: int):

@@ -37,6 +37,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NOT_SAVED = 3
 EXIT_NODE_LOST = 4
+EXIT_INCONCLUSIVE = 5
 EXIT_HANGUP = 129
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -48,6 +49,9 @@ EXIT_CODES = {
                     "statistics were printed",
     EXIT_NODE_LOST: "a node of a multi-node job failed mid-run (Slurm's node failure); what "
                     "was measured is kept and the node and its ranks are named",
+    EXIT_INCONCLUSIVE: "--compare: a difference the machine's load may explain (other "
+                       "processes loaded it differently while the two runs were timed); no "
+                       "variant was slower by a margin that load cannot explain",
     EXIT_HANGUP: "the terminal went away (SIGHUP); what was measured is kept",
     EXIT_INTERRUPTED: "interrupted (SIGINT, Ctrl-C); what was measured is kept",
     EXIT_TERMINATED: "terminated (SIGTERM: a batch time limit, scancel, timeout); what was "
@@ -62,7 +66,7 @@ _OUTCOME_CODES = ((("stopped",), EXIT_INTERRUPTED), (("lost",), EXIT_NODE_LOST),
 
 
 def exit_code(*, signal: int | None = None, refused: bool = False, output_lost: bool = False,
-              not_saved: bool = False, outcomes=()) -> int:
+              not_saved: bool = False, outcomes=(), comparison: tuple[bool, bool] | None = None) -> int:
     """The exit code of the `couplescope` command: the one place it is decided, whichever
     front end ran (the table above; docs/usage.md).
 
@@ -74,7 +78,11 @@ def exit_code(*, signal: int | None = None, refused: bool = False, output_lost: 
                  stopped variant 130, a node of its job lost 4, bad input found in a worker 2,
                  a failed check, a
                  broken or unfinished variant 1; else 0
+    comparison   --compare's (a variant slower, a verdict inconclusive): 1, else 5, else 0
     """
+    if comparison is not None:
+        slower, inconclusive = comparison
+        return EXIT_FAILED if slower else (EXIT_INCONCLUSIVE if inconclusive else EXIT_OK)
     if signal is not None:
         return 128 + int(signal)
     if refused:
@@ -95,9 +103,42 @@ def exit_for_signal(signum: int) -> int:
     return exit_code(signal=signum)
 
 
-def worker_argv(python: str, spec_dict: dict) -> list[str]:
+#: a worker started with this flag measures in rounds (--rounds): after its warm-up it waits
+#: for a command on its stdin before each round's timed iterations (the parent's pacing)
+PACED_FLAG = "--paced"
+
+
+def worker_argv(python: str, spec_dict: dict, paced: bool = False) -> list[str]:
     """The command line of a worker for one variant (a launcher may wrap it)."""
-    return [python, "-m", WORKER_MODULE, json.dumps(spec_dict)]
+    return [python, "-m", WORKER_MODULE, json.dumps(spec_dict), *([PACED_FLAG] if paced else [])]
+
+
+# -- the rounds' commands: one JSON line each on a paced worker's stdin -------------------------
+#
+# {"round": R, "iterations": N}   measure N timed iterations as round R, then write
+#                                 round_finished and wait for the next command
+# {"finish": true}                the rounds are over: the profiled window, the training's
+#                                 final check, variant_finished, exit
+# End of file (the parent went away) ends the worker as an interrupt does.
+
+def round_command(round_number: int, iterations: int) -> str:
+    return json.dumps({"round": int(round_number), "iterations": int(iterations)}) + "\n"
+
+
+FINISH_COMMAND = json.dumps({"finish": True}) + "\n"
+
+
+def parse_command(line: str) -> dict | None:
+    """A command line read by a paced worker: {"round", "iterations"} or {"finish": True};
+    None at end of file. ValueError for anything else (a parent of another version)."""
+    if not line:
+        return None
+    command = json.loads(line)
+    if command.get("finish") is True:
+        return {"finish": True}
+    if isinstance(command.get("round"), int) and isinstance(command.get("iterations"), int):
+        return {"round": command["round"], "iterations": command["iterations"]}
+    raise ValueError(f"not a round command: {line.strip()!r}")
 
 
 def is_worker_argv(argv: list[str]) -> bool:

@@ -88,6 +88,22 @@ EVENTS: dict[str, EventType] = {
         "worker", "the variant ended early",
         {"reason": "one line", "kind": "usage, error, interrupted or lost (a node of the job failed)",
          "traceback": "for kind error"}, {}),
+    "round_finished": EventType(
+        "worker", "a variant measured in rounds has made the round's timed iterations and waits "
+                  "for the next round (--rounds)",
+        {"round": "the round (1-based)", "iterations": "timed iterations it made in this round"}, {}),
+    "rounds_planned": EventType(
+        "parent", "the run measures its variants in interleaved rounds (the run's own event, "
+                  "before any variant starts)",
+        {"rounds": "how many rounds", "seed": "the seed of the shuffled orders",
+         "orders": "per round, the variants' names in the order they ran"},
+        {"baseline": "the variant ratios are taken against, when one was named"}),
+    "round_started": EventType(
+        "parent", "a variant's share of one round begins: the timed iterations after it, until "
+                  "its round_finished, belong to this round",
+        {"round": "the round (1-based)", "rounds": "how many rounds",
+         "iterations": "timed iterations asked of the variant in this round",
+         "position": "its place in the round's order (1-based)"}, {}),
     "trace_written": EventType(
         "parent", "a profiler trace was moved into the run directory",
         {"path": "absolute path of the file"},
@@ -246,6 +262,9 @@ Iteration = CLASSES["iteration"]
 Iterations = CLASSES["iterations"]
 VariantFinished = CLASSES["variant_finished"]
 VariantFailed = CLASSES["variant_failed"]
+RoundFinished = CLASSES["round_finished"]
+RoundsPlanned = CLASSES["rounds_planned"]
+RoundStarted = CLASSES["round_started"]
 TraceWritten = CLASSES["trace_written"]
 HostBuild = CLASSES["host_build"]
 Telemetry = CLASSES["telemetry"]

@@ -24,8 +24,19 @@ class Listener:
     def on_event(self, event: dict) -> None:
         """Every event of the run, in order, from the worker and from the parent."""
 
+    def worker_paused(self, spec, proc) -> None:
+        """A run in rounds: the worker of `spec` has made its share of a round and waits,
+        its model loaded, while the other variants measure theirs (nothing of it runs)."""
+
+    def worker_resumed(self, spec, proc) -> None:
+        """A run in rounds: the paused worker of `spec` measures again (its next round, or
+        its finish: the profiled window)."""
+
     def worker_ended(self, spec, proc) -> None:
         pass
+
+    def round_done(self, builder, round_number: int) -> None:
+        """A run in rounds: every variant has made its share of round `round_number`."""
 
     def variant_done(self, builder) -> None:
         """A variant has ended; `builder` (a ResultsBuilder) holds everything so far."""

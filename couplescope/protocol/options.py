@@ -61,6 +61,8 @@ LOSSES = ("mse", "l1")
 #: inference is a what-if (c10::InferenceMode)
 GRAD_MODES = ("no_grad", "inference")
 DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?)$")
+#: rounds of an interleaved comparison when none is asked for (docs/shared-node.md says why)
+DEFAULT_ROUNDS = 5
 #: telemetry samples per second at most: above it a sample costs more than it tells
 #: (psutil's CPU percent over less than 10 ms is noise)
 MAX_TELEMETRY_HZ = 100.0
@@ -288,6 +290,16 @@ OPTIONS: tuple[Option, ...] = (
            label="memory limit"),
     Option("telemetry_hz", float, 10.0, "CPU/GPU sampling rate while a run goes (0 turns it off)",
            _HOW, scope=RUN, low=0, high=MAX_TELEMETRY_HZ, metavar="HZ", label="telemetry Hz"),
+    Option("rounds", int, None, "measure the variants in K interleaved rounds: each round runs "
+           "every variant's share of the iterations, in an order shuffled per round, so that a "
+           "machine's drift lands on every variant alike and ratios come from same-round pairs; "
+           "1 runs each variant to its end in turn", _HOW, scope=RUN, low=1, metavar="K",
+           default_text=f"{DEFAULT_ROUNDS} for a comparison, else 1"),
+    Option("baseline", str, None, "the variant every ratio is taken against (its name as the "
+           "table shows it)", _HOW, scope=RUN, metavar="NAME", default_text="the fastest"),
+    Option("order_seed", int, None, "seed of the rounds' shuffled order (to repeat a run's order)",
+           _HOW, scope=RUN, low=0, metavar="N", label="order seed",
+           default_text="a random one, recorded in results.json"),
     # training
     Option("task", str, "infer", "what one iteration is: infer (a forward call) or train (an "
            "online-training step: zero_grad, forward with grad, loss, backward, optimizer step, "

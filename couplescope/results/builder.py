@@ -54,6 +54,13 @@ class VariantResult:
         #: rank -> where it runs (host, node, cores, threads, device), from the rank_info
         #: events the ranks send as they start: known even when the variant never finishes
         self.rank_info: dict[int, dict] = {}
+        #: a run in rounds: the round the variant measures now (its timed iterations are
+        #: tagged with it), the last it finished, and its place in each round's order
+        self.round: int | None = None
+        self.round_finished: int | None = None
+        self.round_positions: dict[int, int] = {}
+        #: per round: [sum, count] of other processes' CPU (percent of a core) in its timed samples
+        self.round_load: dict[int, list] = {}
         self._cache: dict = {}   # figures computed from all the iterations, with their count
 
     @property
@@ -148,6 +155,40 @@ class VariantResult:
         final = (self.summary.get("training") or {}).get("final_check") or {}
         return sum(1 for it in self.iterations if not it["passed"]) + (final.get("passed") is False)
 
+    def note_round_load(self, sample: dict) -> None:
+        """A telemetry sample taken during this variant's current round: what other
+        processes than couplescope's used while its timed calls ran (the noise verdict,
+        couplescope.results.noise, judges the rounds by it)."""
+        from couplescope.results.telemetry import is_number, others_cpu_percent
+
+        if (sample.get("iteration") or {}).get("kind") != "timed":
+            return
+        others = others_cpu_percent(sample)
+        if is_number(others):
+            total = self.round_load.setdefault(self.round, [0.0, 0])
+            total[0] += others
+            total[1] += 1
+
+    def round_summaries(self) -> list[dict]:
+        """Per round (a run in rounds), the variant's share: its place in the round's order,
+        its timed steps' count and median, the first and last step's index."""
+        by_round: dict[int, list[dict]] = {}
+        for it in self.steps:
+            if it.get("round") is not None:
+                by_round.setdefault(it["round"], []).append(it)
+        out = []
+        for number in sorted(set(by_round) | set(self.round_positions)):
+            steps = by_round.get(number, [])
+            s = stats.summarize([it["seconds"] for it in steps])
+            load = self.round_load.get(number)
+            out.append({"round": number, "position": self.round_positions.get(number),
+                        "n": s["n"], "median": s["median"] if s["n"] else None,
+                        "others_cpu_percent": round(load[0] / load[1], 1) if load and load[1] else None,
+                        "first_index": steps[0]["index"] if steps else None,
+                        "last_index": steps[-1]["index"] if steps else None,
+                        "finished": self.round_finished is not None and number <= self.round_finished})
+        return out
+
     def to_dict(self) -> dict:
         s = self.stats()
         kept, note = self.kept_iterations()
@@ -166,14 +207,18 @@ class VariantResult:
                 **({MPI_BACKEND: self.mpi_summary()} if mpi_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **({"ranks": self.ranks} if self.rank_info else {}),
+                **({"rounds": self.round_summaries()} if self.round_positions else {}),
                 **self.summary}
 
 
-def _record(call) -> dict:
-    """An iteration of results.json from one call's `iteration` event."""
+def _record(call, round_number: int | None = None) -> dict:
+    """An iteration of results.json from one call's `iteration` event (a timed call of a run
+    in rounds tagged with its round)."""
     it = {"index": call.index, "kind": call.kind, "seconds": call.seconds, "phases": call.phases,
           "max_rel_error": call.max_rel_error, "passed": call.passed, "error": call.error,
           "warmup": call.kind == "warmup", "profiled": call.kind == "profiled"}
+    if round_number is not None and call.kind == "timed":
+        it["round"] = round_number
     if "rank" in call:
         it["rank"] = call.rank
     if "loss" in call:   # a training step's
@@ -201,6 +246,11 @@ class ResultsBuilder:
         self.environment: dict = {}
         self.started = None
         self.extra: dict = {}
+        #: a run in rounds: {"rounds", "seed", "orders", "baseline"} (rounds_planned)
+        self.rounds: dict | None = None
+        #: the variant whose ending event came last (a run in rounds ends them in any order)
+        self.last_ended: str | None = None
+        self._pairs: dict = {}   # paired ratios, by the two variants and their call counts
         self._traces: dict[str, list[str]] = {}   # variant -> trace files, run-relative
 
     def variant(self, name: str) -> VariantResult:
@@ -224,21 +274,33 @@ class ResultsBuilder:
                                           "training")
                        if k in ev}
         elif kind in ("iteration", "iterations"):
-            append = self.variant(name).iterations.append
+            v = self.variant(name)
+            append, round_number = v.iterations.append, v.round
             for call in ev.calls:   # a batch's calls, expanded once where it was parsed
-                append(_record(call))
+                append(_record(call, round_number))
+        elif kind == "rounds_planned":
+            self.rounds = {"rounds": ev.rounds, "seed": ev.seed, "orders": ev.orders,
+                           "baseline": ev.baseline}
+        elif kind == "round_started":
+            v = self.variant(name)
+            v.round = ev.round
+            v.round_positions[ev.round] = ev.position
+        elif kind == "round_finished":
+            self.variant(name).round_finished = ev.round
         elif kind == "model_compiled":
             self.variant(name).compile = {k: ev[k] for k in ("status", "seconds", "compiler",
                                                               "export_seconds", "package") if k in ev}
         elif kind == "variant_finished":
             v = self.variant(name)
             v.status = "finished"
+            self.last_ended = name
             # a copy: later events (trace_written) refine it, and the event itself is shared
             # with every other listener, which must see it as the worker wrote it
             v.summary.update(copy.deepcopy(ev.summary or {}))
         elif kind == "variant_failed":
             v = self.variant(name)
             v.status = "interrupted" if ev.kind == "interrupted" else "failed"
+            self.last_ended = name
             v.error, v.error_kind = ev.reason, ev.kind
         elif kind == "rank_info" and name:
             self.variant(name).rank_info[ev.rank] = mpi_stats.placement(ev)
@@ -260,7 +322,10 @@ class ResultsBuilder:
         elif kind == "telemetry" and name:
             from couplescope.results.telemetry import record_sample
 
-            record_sample(self.variant(name), ev)
+            v = self.variant(name)
+            record_sample(v, ev)
+            if v.round is not None and not ev.node:
+                v.note_round_load(ev.sample)
 
     def comparison(self) -> list[dict]:
         """Median, IQR, ratio to the fastest and coupling overhead (call minus forward)."""
@@ -285,12 +350,47 @@ class ResultsBuilder:
         fastest = min((r["median"] for r in rows), default=None)
         for r in rows:
             r["ratio"] = r["median"] / fastest if fastest else None
+        if self.rounds is not None and rows:
+            self._paired(rows)
         return rows
 
+    def _paired(self, rows: list[dict]) -> None:
+        """A run in rounds: each row's ratio to the baseline (the one named, else the fastest)
+        from same-round pairs, with its interval and spread (couplescope.results.paired)."""
+        from couplescope.results import paired
+
+        named = self.rounds.get("baseline")
+        base = next((r for r in rows if r["name"] == named), None) or min(rows, key=lambda r: r["median"])
+        base_rounds = paired.by_round(self.variants[base["name"]].steps)
+        for r in rows:
+            r["baseline"] = base["name"]
+            if r is base:
+                r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                continue
+            # the bootstrap costs; the figures change only when either variant's calls do
+            key = (base["name"], r["name"], len(self.variants[base["name"]].iterations),
+                   len(self.variants[r["name"]].iterations))
+            if key not in self._pairs:
+                self._pairs[key] = paired.paired_ratio(base_rounds, paired.by_round(self.variants[r["name"]].steps))
+            pair = self._pairs[key]
+            if pair is None:   # fewer than two rounds in common: the plain ratio of the medians
+                r.update(ratio=r["median"] / base["median"] if base["median"] else None,
+                         ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                continue
+            r.update(ratio=pair["ratio"], ratio_low=pair["low"], ratio_high=pair["high"],
+                     ratio_spread=pair["spread"], paired_rounds=pair["rounds"],
+                     ratio_per_round=pair["per_round"])
+
     def document(self) -> dict:
+        comparison = self.comparison()
+        rounds = {}
+        if self.rounds is not None:
+            from couplescope.results import noise
+
+            rounds = {"rounds": {**self.rounds, "noise": noise.verdict(self, comparison)}}
         return {"schema": SCHEMA_VERSION, "title": self.title, "environment": self.environment,
-                "variants": [v.to_dict() for v in self.variants.values()],
-                "comparison": self.comparison(), **self.extra}
+                **rounds, "variants": [v.to_dict() for v in self.variants.values()],
+                "comparison": comparison, **self.extra}
 
     def outcomes(self) -> set[str]:
         """What the variants came to, for the exit code (protocol.contract.exit_code): their

@@ -22,11 +22,21 @@ distributions differ by a shift only; on a shared node they differ in shape (a b
 neighbour adds a tail of slow calls to one run), which the bootstrap takes as it comes.
 The median, not the mean, because those tails would drag a mean.
 
+Two runs measured in interleaved rounds (--rounds) are resampled by round instead of by
+block of calls: a round is the unit the drift moved as one, so each resampled run is
+made of whole rounds drawn with replacement.
+
 Verdict, with t the threshold (default 5%):
   slower                 the whole interval lies above 1 + t: slower by more than t,
                          with confidence; the only verdict that fails (exit 1)
   faster                 the whole interval lies below 1 / (1 + t) (the same factor
                          the other way)
+  inconclusive           slower or faster by the interval, but other processes loaded the
+                         machine differently while the two runs were timed (their
+                         telemetry: other processes' CPU, not the worker's own): two runs
+                         measured at different times cannot cancel that drift, so the
+                         difference may be the machine's, not the code's (exit 5 when no
+                         variant is slower)
   no significant change  anything else: the change is within t, or the iterations
                          cannot tell
 Requiring the whole interval beyond the threshold (rather than the median ratio beyond
@@ -40,6 +50,7 @@ from __future__ import annotations
 
 import math
 
+from couplescope.protocol.contract import exit_code
 from couplescope.results import saved, stats
 
 DEFAULT_THRESHOLD = 0.05
@@ -49,10 +60,11 @@ SEED = 14
 #: at most this many resampled values held at once (memory for runs of 100 000 calls)
 _CHUNK_VALUES = 4_000_000
 
-#: worker CPU (percent of a core, while timed) that differs this much between runs is noted
-CPU_SHARE_GAP = 15.0
+#: other processes' CPU (percent of a core, while timed) that differs this much between the
+#: two runs makes a slower or faster verdict inconclusive
+OTHERS_GAP = 25.0
 
-SLOWER, FASTER, SAME = "slower", "faster", "no significant change"
+SLOWER, FASTER, SAME, INCONCLUSIVE = "slower", "faster", "no significant change", "inconclusive"
 ONLY_BASE, ONLY_NEW, EMPTY = "only in base", "only in new", "no timed iterations"
 
 
@@ -72,19 +84,38 @@ def _resampled_medians(values, k: int, rng):
     return np.median(values[index], axis=1)
 
 
+def _resampled_round_medians(rounds: list, k: int, rng):
+    """k medians of resamples made of whole rounds (drawn with replacement) of a run in rounds."""
+    import numpy as np
+
+    arrays = [np.asarray(r, dtype=float) for r in rounds]
+    out = np.empty(k)
+    picks = rng.integers(0, len(arrays), size=(k, len(arrays)))
+    for i in range(k):
+        out[i] = np.median(np.concatenate([arrays[j] for j in picks[i]]))
+    return out
+
+
 def ratio_interval(base: list[float], new: list[float], confidence: float = CONFIDENCE,
-                   resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+                   resamples: int = RESAMPLES, seed: int = SEED, base_rounds=None,
+                   new_rounds=None) -> tuple[float, float]:
     """The bootstrap percentile interval of median(new) / median(base); both lists in the
-    order the calls ran."""
+    order the calls ran. With both runs' rounds (lists of per-round seconds, two or more
+    each), whole rounds are resampled instead of blocks of calls."""
     import numpy as np
 
     b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     rng = np.random.default_rng(seed)
+    by_round = base_rounds is not None and new_rounds is not None and min(len(base_rounds), len(new_rounds)) > 1
     per_chunk = max(1, _CHUNK_VALUES // max(len(b), len(n)))
     ratios, done = [], 0
     while done < resamples:
         k = min(per_chunk, resamples - done)
-        ratios.append(_resampled_medians(n, k, rng) / _resampled_medians(b, k, rng))
+        if by_round:
+            ratios.append(_resampled_round_medians(new_rounds, k, rng)
+                          / _resampled_round_medians(base_rounds, k, rng))
+        else:
+            ratios.append(_resampled_medians(n, k, rng) / _resampled_medians(b, k, rng))
         done += k
     all_ratios = np.concatenate(ratios)
     tail = (1.0 - confidence) / 2.0
@@ -121,25 +152,60 @@ def compare_variant(name: str, base: dict | None, new: dict | None, threshold: f
         row["verdict"] = EMPTY
         return row
     row["ratio"] = row["new_median"] / row["base_median"]
-    row["ci_low"], row["ci_high"] = ratio_interval(base_times, new_times)
+    base_rounds, new_rounds = _rounds_of(base), _rounds_of(new)
+    row["by_rounds"] = bool(base_rounds and new_rounds and min(len(base_rounds), len(new_rounds)) > 1)
+    row["ci_low"], row["ci_high"] = ratio_interval(base_times, new_times, base_rounds=base_rounds,
+                                                   new_rounds=new_rounds)
     row["verdict"] = verdict(row["ci_low"], row["ci_high"], threshold)
     row["notes"] = notes(base, new)
+    gap = load_gap(base, new)
+    if gap is not None and row["verdict"] in (SLOWER, FASTER):
+        row["notes"].append(f"{row['verdict']} by the interval, but {gap}; two runs measured at "
+                            "different times cannot cancel that: run both in one interleaved run "
+                            "(--rounds) to compare them")
+        row["verdict"] = INCONCLUSIVE
+    elif gap is not None:
+        row["notes"].append(gap)
     return row
 
 
+def _rounds_of(variant: dict) -> list[list[float]] | None:
+    """The timed seconds of a variant measured in rounds, per round (None otherwise)."""
+    from couplescope.results.paired import by_round
+
+    rounds = by_round(saved.timed_steps(variant))
+    return [rounds[r] for r in sorted(rounds)] if rounds else None
+
+
+def others_while_timed(variant: dict):
+    """Other processes' mean CPU (percent of a core) while the variant was timed, from its
+    telemetry; None for a run without it (telemetry off, or saved before it was kept)."""
+    value = ((variant.get("telemetry") or {}).get("summary") or {}).get("others_cpu_percent_mean_timed")
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def load_gap(base: dict, new: dict) -> str | None:
+    """The machine's load differing between the two runs, in words, when other processes'
+    CPU while timed differs by OTHERS_GAP or more (None when it does not, or is unknown)."""
+    a, b = others_while_timed(base), others_while_timed(new)
+    if a is None or b is None or abs(a - b) < OTHERS_GAP:
+        return None
+    from couplescope.results.noise import cores_text
+
+    return (f"other processes used {cores_text(a)} while base was timed and {cores_text(b)} "
+            "while new was: the machine's load differed between the runs")
+
+
 def notes(base: dict, new: dict) -> list[str]:
-    """What makes a verdict less certain than its interval says: a noisy run, or a worker
-    that got a different share of the CPU in the two runs (the machine's load, not the code)."""
+    """What makes a verdict less certain than its interval says: a noisy run. (The machine's
+    load differing between the runs is judged by load_gap, from other processes' CPU: the
+    worker's own share is no sign of it, since a worker that sleeps in its calls uses
+    little CPU on a quiet machine.)"""
     out = []
     for side, v in (("base", base), ("new", new)):
         s = v.get("stats") or {}
         if v.get("noisy") and s.get("median"):
             out.append(f"{side} run noisy (IQR {s['iqr'] / s['median']:.0%} of the median)")
-    shares = [((v.get("telemetry") or {}).get("summary") or {}).get("cpu_percent_mean_timed") for v in (base, new)]
-    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in shares) \
-            and abs(shares[0] - shares[1]) >= CPU_SHARE_GAP:
-        out.append(f"the worker used {shares[0]:.0f}% of a core in base and {shares[1]:.0f}% in new while "
-                   "timed: the machine's load differed between the runs")
     return out
 
 
@@ -150,10 +216,13 @@ def compare(base_doc: dict, new_doc: dict, threshold: float = DEFAULT_THRESHOLD)
     names = list(base) + [n for n in new if n not in base]
     rows = [compare_variant(n, base.get(n), new.get(n), threshold) for n in names]
     slower = [r["name"] for r in rows if r["verdict"] == SLOWER]
+    inconclusive = [r["name"] for r in rows if r["verdict"] == INCONCLUSIVE]
     return {"base": _describe(base_doc), "new": _describe(new_doc),
             "threshold": threshold, "confidence": CONFIDENCE, "resamples": RESAMPLES,
-            "statistic": "ratio of medians (new / base), moving-block bootstrap percentile interval",
-            "variants": rows, "slower": slower, "exit_code": 1 if slower else 0}
+            "statistic": "ratio of medians (new / base), bootstrap percentile interval: blocks of "
+                         "calls, or whole rounds for two runs in rounds",
+            "variants": rows, "slower": slower, "inconclusive": inconclusive,
+            "exit_code": exit_code(comparison=(bool(slower), bool(inconclusive)))}
 
 
 def common_names(base_doc: dict, new_doc: dict) -> list[str]:

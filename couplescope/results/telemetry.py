@@ -9,7 +9,8 @@ of series, means and peaks.
 
 from __future__ import annotations
 
-NA = "n/a"
+from couplescope.probes.tree import NA, others_cpu_percent
+
 #: at most this many timeline entries per variant in results.json (older ones thinned 2:1)
 TIMELINE_BOUND = 2000
 MIB = 1024 * 1024
@@ -33,6 +34,7 @@ def scalar_series(sample: dict) -> dict:
     cores = system.get("cpu_percent")
     if isinstance(cores, list) and cores:
         put("system_cpu_percent", sum(cores) / len(cores))
+    put("others_cpu_percent", others_cpu_percent(sample))
     put("memory_percent", system.get("memory_percent"))
     load = system.get("load")
     if isinstance(load, list) and load:
@@ -90,7 +92,8 @@ class TelemetryRecord:
         self.bound, self.stride, self.seen = bound, 1, 0
         self.timeline: list[dict] = []
         self.first_t = self.last_t = None
-        self.stats = {k: _Stat() for k in ("cpu", "cpu_timed", "rss", "threads", "processes", "system")}
+        self.stats = {k: _Stat() for k in ("cpu", "cpu_timed", "rss", "threads", "processes", "system",
+                                           "others_timed")}
         self.gpus: dict[int, dict] = {}
         self.gpu_note = None
         self.nodes: dict[str, TelemetryRecord] = {}
@@ -145,6 +148,7 @@ class TelemetryRecord:
         s["cpu"].add(tree.get("cpu_percent"))
         if (sample.get("iteration") or {}).get("kind") == "timed":
             s["cpu_timed"].add(tree.get("cpu_percent"))
+            s["others_timed"].add(others_cpu_percent(sample))
         s["rss"].add(tree.get("rss"))
         s["threads"].add(tree.get("threads"))
         s["processes"].add(tree.get("processes"))
@@ -168,7 +172,9 @@ class TelemetryRecord:
                "cpu_percent_mean": s["cpu"].mean(), "cpu_percent_peak": s["cpu"].max(),
                "cpu_percent_mean_timed": s["cpu_timed"].mean(),
                "rss_peak": s["rss"].max(), "threads_peak": s["threads"].max(),
-               "processes_peak": s["processes"].max(), "system_cpu_percent_mean": s["system"].mean()}
+               "processes_peak": s["processes"].max(), "system_cpu_percent_mean": s["system"].mean(),
+               # other processes than couplescope's, percent of one core, while timed
+               "others_cpu_percent_mean_timed": s["others_timed"].mean()}
         if self.nodes:   # the job's samples come from every node: the rate is each node's
             rates = [r.summary()["rate_hz"] for r in self.nodes.values()]
             rates = [r for r in rates if is_number(r)]

@@ -205,8 +205,10 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     return fields
 
 
-def run_variant(spec, backend, team) -> None:
-    """Measure one variant and emit its events. Raises for what ends it early."""
+def run_variant(spec, backend, team, paced: bool = False) -> None:
+    """Measure one variant and emit its events. Raises for what ends it early. `paced`
+    (--rounds): the timed iterations come in rounds, each on the parent's command
+    (`timed_rounds`); everything else is as in one go."""
     team.begin()
     from couplescope.worker.environment import environment
 
@@ -231,7 +233,10 @@ def run_variant(spec, backend, team) -> None:
                 team.step_digest = lambda: prepared.training.weights_digest(prepared.coupling)
             seed_steps(spec)
         team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after, batch))
-        team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
+        if paced:
+            timed_rounds(prepared, team, after, batch)
+        else:
+            team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
         summaries = [{}] * team.world
         if spec.profile_iterations:
             summaries = team.stage(lambda: profile_window(prepared, team, spec, after) or {}, share=True)
@@ -244,6 +249,26 @@ def run_variant(spec, backend, team) -> None:
     if trained is not None:
         summary["training"] = trained
     team.now("variant_finished", summary=summary)
+
+
+def timed_rounds(prepared: Prepared, team, after, batch: bool) -> int:
+    """The timed iterations in rounds, as the parent paces them: wait (model loaded, warmed
+    up, nothing running) for a command, make the round's iterations, numbered on from the
+    last round's, say round_finished, wait again; until the parent says the rounds are over.
+    The end of the parent's commands (it went away) ends the variant as an interrupt does.
+    Returns how many timed iterations were made."""
+    done = 0
+    while True:
+        command = team.next_command()
+        if command is None:
+            raise KeyboardInterrupt
+        if command.get("finish"):
+            return done
+        count, first = command["iterations"], done + 1
+        team.stage(lambda: measure(prepared, team.emit, "timed", count, after, batch, first=first))
+        done += count
+        team.now("round_finished", round=command["round"], iterations=count)
+        team.flush()
 
 
 def seed_steps(spec) -> None:
@@ -264,10 +289,10 @@ def host_words(spec) -> list[str]:
     return words
 
 
-def run(spec, backend, team) -> int:
+def run(spec, backend, team, paced: bool = False) -> int:
     """Run the variant; report what ends it early through the team; the exit code."""
     try:
-        run_variant(spec, backend, team)
+        run_variant(spec, backend, team, paced)
         return EXIT_OK
     except BaseException as exc:
         return team.failed(exc)

@@ -35,4 +35,24 @@ def environment() -> dict:
             "cpu_model": cpu_model, "cores": os.cpu_count(), "cores_allowed": allowed,
             "hostname": socket.gethostname(), "pid": os.getpid(),
             "start_time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "cuda_available": torch.cuda.is_available()}
+            "cuda_available": torch.cuda.is_available(), **cpu_clock()}
+
+
+def cpu_clock() -> dict:
+    """The CPU frequency governor and clock where the OS shows them ("n/a" where it does
+    not: a virtual machine often has no cpufreq): a governor other than performance lets
+    the clock move between the variants of a comparison (couplescope.results.noise)."""
+    governor = mhz = "n/a"
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") as f:
+            governor = f.read().strip() or "n/a"
+    except OSError:
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            clocks = [float(line.split(":", 1)[1]) for line in f if line.startswith("cpu MHz")]
+        if clocks:
+            mhz = round(sum(clocks) / len(clocks), 1)
+    except (OSError, ValueError):
+        pass
+    return {"cpu_governor": governor, "cpu_mhz": mhz}

@@ -73,9 +73,11 @@ def main(argv=None) -> int:
     from couplescope.protocol.spec import RunSpec
     from couplescope.worker.engine import run
 
+    from couplescope.protocol.contract import PACED_FLAG
+
     spec = RunSpec.from_dict(json.loads(argv[0]))
     backend = backends.get(spec.backend)
-    return run(spec, backend, backend.team(spec, write))
+    return run(spec, backend, backend.team(spec, write), paced=PACED_FLAG in argv[1:])
 
 
 def quiet_main() -> int:

@@ -83,16 +83,19 @@ class Prepared:
         return self.training.judge(loss, kind, index, self.coupling)
 
 
-def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False) -> int:
-    """Run `count` iterations of one kind, emitting an event after each; `after(kind, index)`
-    runs after every event, outside the timed region. With `batch` (one process), the calls
-    run in batches with nothing of the engine between them (couplescope.backends.batch).
-    Returns how many ran. Nothing is kept here: the events are the record (a list of every
-    iteration grew the worker by ~30 MiB over 50 000 calls and looked like a leak)."""
+def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: bool = False,
+            first: int = 1) -> int:
+    """Run `count` iterations of one kind, numbered from `first` (a round's go on from the
+    last round's), emitting an event after each; `after(kind, index)` runs after every
+    event, outside the timed region. With `batch` (one process), the calls run in batches
+    with nothing of the engine between them (couplescope.backends.batch). Returns how many
+    ran. Nothing is kept here: the events are the record (a list of every iteration grew
+    the worker by ~30 MiB over 50 000 calls and looked like a leak)."""
     if batch:
-        return _measure_batched(prepared, prepared.batch_runner(), emit, kind, count, after)
+        return _measure_batched(prepared, prepared.batch_runner(), emit, kind, count, after,
+                                first - 1) - (first - 1)
     coupling, clock = prepared.coupling, prepared.clock
-    for index in range(1, count + 1):
+    for index in range(first, first + count):
         prepared.poison_outputs()
         clock.reset()
         error = None
@@ -153,13 +156,14 @@ def signals_noted():
             signal.raise_signal(noted[0])
 
 
-def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after) -> int:
+def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, after,
+                     before: int = 0) -> int:
     """The same iterations, their calls made back to back by the host: each iteration's
     outputs come back as a snapshot and are checked here, after the batch, and the batch
     is reported as one `iterations` event (columns; a JSON object per call would cost the
     worker and the parent more than a small model's call). A batch of one call (a slow
     model) stays interruptible in the middle of its call, as the one-call loop is."""
-    index = 0
+    index, count = before, before + count   # numbered on from the calls made `before`
     while index < count:
         size = runner.size(count - index)
         with (signals_noted() if size > 1 else nullcontext([])) as noted:

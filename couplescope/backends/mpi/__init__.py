@@ -24,6 +24,7 @@ import sys
 from couplescope.backends.base import Backend
 from couplescope.backends.launcher import Launcher
 from couplescope.backends.mpi import slurm
+from couplescope.protocol.contract import PACED_FLAG
 from couplescope.protocol.errors import UsageError
 
 from couplescope.backends.mpi.constants import INSTALL_HINT, ROOT_ENV, SET_ENV_MARKER
@@ -169,6 +170,8 @@ class MpiLauncher(Launcher):
             # --kill-on-bad-exit: a rank that dies ends the step at once instead of
             # leaving the others waiting in a collective
             cmd = [launcher, f"--ntasks={spec.ranks}", "--kill-on-bad-exit=1"]
+            if PACED_FLAG in worker_cmd:   # the rounds' commands go to rank 0, which shares them
+                cmd.append("--input=0")
             if spec.nodes:
                 cmd.append(f"--nodes={spec.nodes}")
             if spec.oversubscribe:

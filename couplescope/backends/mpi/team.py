@@ -25,6 +25,7 @@ import faulthandler
 import os
 import socket
 import sys
+import time
 import traceback
 
 from couplescope.backends.base import Team, first_line
@@ -37,6 +38,8 @@ from couplescope.protocol.errors import UsageError
 #: inputs and outputs up to this many values are gathered and printed, as the
 #: reference MPI example prints them
 SAMPLE_MAX_VALUES = 20
+#: how often ranks waiting for the next round look whether rank 0 has its command
+WAIT_POLL_SECONDS = 0.002
 
 
 class RankFailure(Exception):
@@ -227,6 +230,26 @@ class RankTeam(Team):
         for ev in self._gathered:
             if ev.get("event") == "iteration" and ev.get("kind") == kind and ev.get("index") == index:
                 ev["passed"], ev["error"] = False, message
+
+    def next_command(self) -> dict | None:
+        """Rank 0 reads the parent's command (mpiexec and srun give the launcher's stdin to
+        rank 0 only: srun is told so); every rank gets it. The others wait on a non-blocking
+        barrier polled with sleeps: a blocking collective spins at 100% of a core in Open MPI,
+        which would load the machine the other variants are measured on."""
+        self.flush_gathered()
+        command, failure = None, None
+        if self.rank == 0:
+            try:
+                command = super().next_command()
+            except ValueError as exc:   # not a command: every rank must still hear of it
+                failure = str(exc)
+        request = self.comm.Ibarrier()
+        while not request.Test():
+            time.sleep(WAIT_POLL_SECONDS)
+        command, failure = self.comm.bcast((command, failure), root=0)
+        if failure:
+            raise RankFailure([(0, ("error", failure, ""))], self.world)
+        return command
 
     def gradient_reducer(self):
         """Data-parallel training as a simulation with MPI_Allreduce does it: after backward,

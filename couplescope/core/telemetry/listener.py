@@ -70,6 +70,8 @@ class TelemetryListener(Listener):
         self._lock = threading.Lock()   # guards tracker and diagnostician (two threads use them)
         self._nodes: dict[str, float | None] | None = None   # node -> its ranks' RSS, on node-sampled runs
         self._job_rss = 0.0
+        #: a run in rounds: the workers waiting for their next round -> (tracker, checks, start)
+        self._paused: dict[str, tuple] = {}
 
     def attach(self, session) -> None:
         self._emit = session.emit
@@ -171,7 +173,39 @@ class TelemetryListener(Listener):
             found = self._diag.on_sample(view) if self._diag is not None else []
         self._diagnose(found)
 
+    #: what the listener holds of the worker it follows now (a run in rounds keeps it per
+    #: variant while the worker waits for its next round)
+    _FOLLOWED = ("_tracker", "_diag", "_started", "_variant", "_nodes", "_job_rss")
+
+    def worker_paused(self, spec, proc) -> None:
+        """A run in rounds: the worker waits while others measure; its sampler stops (the
+        idle process says nothing of its variant) and its checks wait for it, kept."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+        with self._lock:
+            self._paused[spec.label] = {k: getattr(self, k) for k in self._FOLLOWED}
+            self._tracker = self._diag = self._nodes = None
+
+    def worker_resumed(self, spec, proc) -> None:
+        """Its next round: its checks where they were, a sampler again."""
+        if not self._restore(spec):
+            return
+        if self.hz > 0 and proc.pid is not None and self._nodes is None and not self._on_nodes(spec):
+            self._thread = SamplerThread(TreeSampler(proc.pid, self.gpu), self.hz, self._deliver)
+            self._thread.start()
+
+    def _restore(self, spec) -> bool:
+        with self._lock:
+            kept = self._paused.pop(spec.label, None)
+            if kept is None:
+                return False
+            for k, v in kept.items():
+                setattr(self, k, v)
+        return True
+
     def worker_ended(self, spec, proc) -> None:
+        self._restore(spec)   # a worker ended while it waited for a round (a stopped run)
         thread, self._thread = self._thread, None
         if self._nodes is not None:   # node-sampled: no thread of ours, the checks' last look
             self._nodes = None

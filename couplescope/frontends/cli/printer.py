@@ -99,6 +99,8 @@ class HeadlessPrinter(Listener):
         self._finished: set[str] = set()    # variants that ran to their end
         self._steps: dict[str, StepLines] = {}   # variant -> its steps, for a job of many ranks
         self._training: dict[str, dict] = {}   # --task train variants: model_loaded's training
+        self._rounds: int | None = None      # a run in rounds: how many
+        self._round: dict[str, int] = {}     # variant -> the round it measures now
         self.gone = False   # the terminal or pipe went away: nothing more is printed
 
     # -- output helpers ---------------------------------------------------------------
@@ -155,19 +157,21 @@ class HeadlessPrinter(Listener):
         if spec.layout != "fortran":
             what.append(f"layout {spec.layout}")
         unit = "steps" if spec.task == "train" else "iterations"
+        rounds = f" in {self._rounds} rounds" if self._rounds else ""
         self.print(f"== {ev.variant} ({self.count}/{self.total}): {spec.model}, {', '.join(what)}, "
-                   f"{spec.warmup} warm-up + {spec.iterations} {unit} ==")
+                   f"{spec.warmup} warm-up + {spec.iterations} {unit}{rounds} ==")
         self._expected[ev.variant] = (spec.warmup, spec.iterations)
 
     def _running_next(self, variant: str, kind: str, index: int) -> None:
         """Status text for what runs now: the iteration after the one just reported."""
         warmup, timed = self._expected.get(variant, (0, 0))
         unit = "step" if variant in self._training else "iteration"
+        where = f"round {self._round[variant]}/{self._rounds}, " if variant in self._round else ""
         if kind == "warmup" and index < warmup:
             self.status(f"{variant}: warm-up {index + 1}/{warmup}")
         elif kind in ("loaded", "warmup") or (kind == "timed" and index < timed):
             n = index + 1 if kind == "timed" else 1
-            self.status(f"{variant}: {unit} {n}/{timed}")
+            self.status(f"{variant}: {where}{unit} {n}/{timed}")
         else:
             self.status(f"{variant}: profiling and finishing")
 
@@ -253,6 +257,21 @@ class HeadlessPrinter(Listener):
                        f"error = {fmt.sci(step.max_error)}")
         self._running_next(v, kind, index)
 
+    def _on_rounds_planned(self, ev: events.RoundsPlanned):
+        self._rounds = ev.rounds
+        self.print(f"interleaved: {ev.rounds} rounds; in each, every variant makes its share of the "
+                   f"iterations, in an order shuffled per round (--order-seed {ev.seed} repeats it)")
+        self.print()
+
+    def _on_round_started(self, ev: events.RoundStarted):
+        """A variant's next round: a line above its calls (its first round's is its header)."""
+        v = ev.variant
+        self._round[v] = ev.round
+        if v in self._expected:
+            unit = "steps" if v in self._training else "iterations"
+            self.print(f"-- {v}: round {ev.round}/{ev.rounds}, {ev.iterations} {unit} --")
+        self.status(f"{v}: round {ev.round}/{ev.rounds}")
+
     def _on_variant_finished(self, ev: events.VariantFinished):
         self._finished.add(ev.variant)
 
@@ -304,7 +323,9 @@ class HeadlessPrinter(Listener):
             self.print(f"couplescope: {ev.message}", err=True)
 
     def variant_done(self, builder) -> None:
-        name = list(builder.variants)[-1]
+        name = builder.last_ended or list(builder.variants)[-1]
+        if name in self._round:   # a run in rounds: the variant's block follows its last calls
+            self.print(f"-- {name}: finished --")
         steps = self._steps.pop(name, None)
         for kind, index, step in steps.rest() if steps is not None else ():   # a job that ended early
             self._step_line(name, kind, index, step, steps.ranks)
@@ -351,6 +372,14 @@ class HeadlessPrinter(Listener):
         if len(rows) > 1 or (rows and len(builder.variants) == 1):
             sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
             self.print(comparison_table(rows, self._paint, sizes))
+        if builder.rounds is not None:
+            from couplescope.results import noise
+
+            found = noise.verdict(builder, rows)
+            for line in found["unranked"]:
+                self.print(f"note: {line}")
+            if found["line"]:
+                self.print(self._paint(f"noise: {found['line']}", YELLOW))
 
     def close(self) -> None:
         self.progress.close()
@@ -418,7 +447,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
     compiled = any(r.get("compile_status") for r in rows)
     training = bool(rows) and all(r.get("task") == "train" for r in rows)
     middle = ["forward", "backward", "last loss"] if training else ["forward", "overhead"]
-    headers = ["variant", "median", "IQR", "vs fastest", *middle,
+    rounds = any("baseline" in r for r in rows)   # a run in rounds: ratios from same-round pairs
+    headers = ["variant", "median", "IQR", "vs base" if rounds else "vs fastest",
+               *(["by round"] if rounds else []), *middle,
                *(["compile"] if compiled else []), "checks"]
     sizes = sizes or {}
     sweep = len({sizes.get(r["name"]) for r in rows} - {None}) > 1
@@ -427,7 +458,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
     for size, group in groups:
         if sweep:
             headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
-        body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]),
+        body += [[r["name"], fmt.seconds(r["median"]), fmt.seconds(r["iqr"]),
+                  paired_ratio_cell(r) if rounds else fmt.ratio(r["ratio"]),
+                  *([spread_cell(r)] if rounds else []),
                   *([fmt.seconds(r["forward"]), fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
                     if training else [fmt.seconds(r["forward"]), fmt.seconds(r["overhead"])]),
                   *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
@@ -437,4 +470,23 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         text = text.replace(word, paint(word, color))
     what = ("a training step's median, its forward and backward" if training
             else "overhead = call minus forward") + ("; vs fastest at the same size" if sweep else "")
+    if rounds:
+        base = next(r["baseline"] for r in rows if "baseline" in r)
+        text += (f"\nvs base: the ratio to {base} from same-round pairs, ± its 95% interval; "
+                 "by round: the lowest and highest round's ratio")
     return f"comparison ({what}):\n" + text
+
+
+def paired_ratio_cell(row: dict) -> str:
+    """"1.04x ±6%" (a ratio from same-round pairs with its interval), "base" for the baseline."""
+    if row.get("baseline") == row["name"]:
+        return "base"
+    from couplescope.results.paired import half_width
+
+    width = half_width(row)
+    return fmt.ratio(row["ratio"]) + (f" ±{width:.0%}" if width is not None else "")
+
+
+def spread_cell(row: dict) -> str:
+    spread = row.get("ratio_spread")
+    return f"{spread[0]:.2f}–{spread[1]:.2f}" if spread else ""

@@ -112,7 +112,8 @@ def report(document: dict, sizes: dict) -> str:
             headings[len(body)] = f"size {size}:" if size is not None else "size unknown:"
         for r in groups[size]:
             interval = (f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else "")
-            verdict = r["verdict"].upper() if r["verdict"] == regression.SLOWER else r["verdict"]
+            verdict = r["verdict"].upper() if r["verdict"] in (regression.SLOWER, regression.INCONCLUSIVE) \
+                else r["verdict"]
             body.append([r["name"], fmt.seconds(r["base_median"]) if r["base_median"] is not None else "-",
                          fmt.seconds(r["new_median"]) if r["new_median"] is not None else "-",
                          _ratio(r["ratio"]), interval, verdict])
@@ -127,9 +128,13 @@ def report(document: dict, sizes: dict) -> str:
     if unwell:
         lines.append(f"note: in the new run, {', '.join(unwell)} (its own exit code said so)")
     slower = document["slower"]
+    inconclusive = document.get("inconclusive") or []
     if slower:
         lines.append(f"{len(slower)} variant{'s' if len(slower) > 1 else ''} slower by more than {pct}: "
                      f"{', '.join(slower)}")
+    elif inconclusive:
+        lines.append(f"inconclusive: {', '.join(inconclusive)} moved by more than {pct}, but the machine's "
+                     "load differed between the runs (the notes say how)")
     else:
         lines.append(f"no variant slower by more than {pct}")
     return "\n".join(lines)

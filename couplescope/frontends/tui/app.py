@@ -29,7 +29,7 @@ from couplescope.frontends.tui.compare import CompareScreen
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
-from couplescope.frontends.tui.notes import build_text, notes_for
+from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
@@ -358,6 +358,8 @@ class CoupleScopeApp(App):
                     self.set_status(f"{record.name}: {ev['variant']}: {STATUS[ev['event']]}")
                 elif ev["event"] == "host_build" and ev.get("status") != "cached":
                     self.set_status(f"{ev['variant']}: {build_text(ev)}")   # progress while it builds
+                elif ev["event"] == "round_started":
+                    self.set_status(f"{record.name}: round {ev['round']}/{ev['rounds']}: {ev['variant']}")
         for view in self._followers.get(msg.kind, ()):
             view.follow(record, msg.events)
 
@@ -371,6 +373,8 @@ class CoupleScopeApp(App):
             self.active = None
         for view in self.views:
             view.run_ended(record)
+        for text, level in ending_notes(record):
+            self.note(text, level)
         if msg.error:
             self.note(f"run {record.name} broke: {msg.error}", "error")
             self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)

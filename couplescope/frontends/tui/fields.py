@@ -66,6 +66,12 @@ def sweep_choices(option: Option) -> list[str]:
     return choices
 
 
+def takes_words(option: Option) -> bool:
+    """Whether the option's field is free text, which keeps letters (escape leaves it)."""
+    return (option.kind is not bool and option.choices is None and option.source is None
+            and option.name not in RESTRICT and option.kind not in _TYPED)
+
+
 def placeholder(option: Option) -> str:
     words = option.default_words()
     return words if option.default_text else f"default {words}"

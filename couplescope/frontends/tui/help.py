@@ -22,14 +22,18 @@ KEYS = """\
 - `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
 The keys work wherever the focus is: number fields take digits only. A field that takes
-words (name, export, memory limit, launcher arguments) keeps letters: `escape` first.
+words ({word_fields}) keeps letters: `escape` first.
 """
 
 
 def help_text(views) -> str:
     """The keys, then a paragraph per view (its own `help`), in tab order."""
+    from couplescope.frontends.tui.fields import takes_words
+    from couplescope.protocol.options import OPTIONS
+
     keys = KEYS.format(view_keys=" ".join(f"`{v.key}`" for v in views),
-                       view_titles=", ".join(v.title for v in views))
+                       view_titles=", ".join(v.title for v in views),
+                       word_fields=", ".join(o.short_label for o in OPTIONS if takes_words(o)))
     return "\n".join([keys, *(f"**{v.title}**: {v.help}\n" for v in views if v.help)])
 
 

@@ -39,6 +39,9 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         lines = (ev.get("lines") or [])[-OUTPUT_LINES:]
         more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
         return [(f"{variant} printed{more}:\n" + "\n".join(escape(line) for line in lines), "info")]
+    if kind == "rounds_planned":
+        return [(f"interleaved: {ev['rounds']} rounds, the variants' order shuffled in each "
+                 f"(order seed {ev['seed']})", "info")]
     if kind == "model_compiled":
         return [(f"{variant}: {fmt.compiled_line(ev)}", "info")]
     if kind == "trace_written":
@@ -48,6 +51,19 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         # the heartbeat ("... so far") goes to the status line only (app.STATUS)
         return [(f"{variant}: {text}", "info")] if ev.get("status") == "built" or "so far" not in text else []
     return []
+
+
+def ending_notes(record) -> list[tuple[str, str]]:
+    """What the log says when a run in rounds ends: the pairs its ratios cannot rank, and
+    the noise verdict (couplescope.results.noise), as the headless command prints them."""
+    builder = record.builder
+    if builder.rounds is None:
+        return []
+    from couplescope.results import noise
+
+    found = noise.verdict(builder, builder.comparison())
+    return ([(line, "info") for line in found["unranked"]]
+            + ([(f"noise: {found['line']}", "warning")] if found["line"] else []))
 
 
 def build_text(ev: dict) -> str:

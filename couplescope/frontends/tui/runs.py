@@ -50,7 +50,7 @@ class RunRecord:
         self.events.extend(events)
         for ev in events:
             self.builder.on_event(ev)
-            if ev["event"] == "run_started":
+            if ev["event"] in ("run_started", "round_started"):   # rounds: each variant in turn
                 self.current = ev["variant"]
 
     def export(self, parent: str) -> str:

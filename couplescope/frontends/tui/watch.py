@@ -306,6 +306,9 @@ class StatsPanel(Static):
         checks = (f"[red]{failed} of {done} checks FAILED[/]" if failed else
                   f"{done} checks passed" if done else "no checks yet")
         head = f"[b]{variant.name}[/] {status}  {checks}"
+        rounds = variant.round_positions and max(variant.round_positions)
+        if rounds and variant.status == "running":   # a run in rounds: where it is
+            head += f"  round {variant.round}"
         counts = call_counts(variant)
         width = self.content_size.width or 80
         sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"

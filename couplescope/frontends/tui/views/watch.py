@@ -21,7 +21,8 @@ class WatchView(AppView):
 
     key, title = "w", "Watch"
     focus_on = "#iteration-table"
-    follows = frozenset({"run_started", "iteration", "variant_finished", "variant_failed", "telemetry"})
+    follows = frozenset({"run_started", "round_started", "iteration", "variant_finished", "variant_failed",
+                         "telemetry"})
     redraw_seconds = 0.5
     help = """\
 per-iteration time of the running variant with one line per phase (marshal in,
@@ -79,9 +80,25 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
             self._progress = 0
             self.query_one(ProgressBar).update(total=record.expected(name), progress=0)
             self._dirty = True
+        elif kind == "round_started":   # a run in rounds: the next variant's turn
+            self._resume(record, events[0]["variant"])
         else:                         # a variant ended: its final state at once
             self._dirty = True
             self.redraw(force=True)
+
+    def _resume(self, record, name: str) -> None:
+        """A variant measures its next round: the view follows it again, its calls so far
+        drawn back in (its first round starts with run_started, which does the same)."""
+        variant = record.builder.variants.get(name)
+        if variant is None or not variant.iterations:
+            return
+        self.query_one(TimePlot).reset(name)
+        self.query_one(IterationsTable).add_variant(name)
+        self.query_one(TimePlot).add(variant.iterations)
+        self.query_one(IterationsTable).add_iterations(variant.iterations)
+        self._progress = len(variant.iterations)
+        self.query_one(ProgressBar).update(total=record.expected(name), progress=self._progress)
+        self._dirty = True
 
     def run_ended(self, record) -> None:
         self._dirty = True

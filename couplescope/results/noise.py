@@ -1,0 +1,109 @@
+"""The noise verdict of a run in rounds: was the machine shared while it measured, where,
+and can its ratios rank the variants? From the telemetry already sampled and the paired
+ratios; one line for the user, silent on a quiet machine.
+
+What it looks at:
+- the CPU that processes other than couplescope's own used during each variant's timed
+  rounds (the whole machine less the measured worker's tree and couplescope's parent:
+  couplescope.probes.tree.others_cpu_percent). A variant-round where they used at least
+  DISTURBED_PERCENT of a core on average is disturbed. Not the worker's own CPU share: a
+  worker that sleeps in its calls uses little CPU on a quiet machine;
+- rounds whose median stands out from the variant's other rounds (SLOW_ROUND in
+  results.json, STANDS_OUT in the line);
+- the CPU frequency governor, where the OS shows it (a governor other than performance
+  lets the frequency move between rounds);
+- torch threads beyond the cores the worker may use.
+
+The line names what it found, then the ratios' widest interval: "other processes used 0.9
+of a core during rounds 2-3 of direct-torchscript; the ratio's interval is ±4%". A ratio
+whose interval holds 1 cannot rank its two variants, and `unranked` says so instead.
+"""
+
+from __future__ import annotations
+
+from couplescope.results import paired
+
+#: other processes' mean CPU (percent of one core) that makes a variant's round disturbed
+DISTURBED_PERCENT = 25.0
+#: a round whose median is this far from the median of the variant's round medians is
+#: listed in results.json; STANDS_OUT that far is named in the line
+SLOW_ROUND = 0.10
+STANDS_OUT = 0.25
+
+
+def rounds_text(rounds: list[int]) -> str:
+    """[2, 3, 5] -> "rounds 2–3, 5"; [4] -> "round 4"."""
+    rounds = sorted(rounds)
+    parts, start, prev = [], rounds[0], rounds[0]
+    for r in rounds[1:] + [None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if r is not None:
+            start = prev = r
+    return ("rounds " if len(rounds) > 1 else "round ") + ", ".join(parts)
+
+
+def cores_text(percent: float) -> str:
+    """90 -> "0.9 of a core", 130 -> "1.3 cores"."""
+    cores = percent / 100.0
+    return f"{cores:.1f} of a core" if cores < 1.05 else f"{cores:.1f} cores"
+
+
+def disturbed(variant) -> dict | None:
+    """The rounds of `variant` in which other processes used a core's DISTURBED_PERCENT or
+    more while it was timed, and how much on average."""
+    loads = {r: total / n for r, (total, n) in variant.round_load.items() if n}
+    hit = sorted(r for r, load in loads.items() if load >= DISTURBED_PERCENT)
+    if not hit:
+        return None
+    return {"variant": variant.name, "rounds": hit,
+            "others_cpu_percent": round(sum(loads[r] for r in hit) / len(hit), 1)}
+
+
+def standing_out(variant) -> list[dict]:
+    """Rounds whose median is SLOW_ROUND or more from the median of the variant's round medians."""
+    medians = {s["round"]: s["median"] for s in variant.round_summaries() if s["median"]}
+    if len(medians) < 3:
+        return []
+    typical = paired._median(list(medians.values()))
+    return [{"variant": variant.name, "round": r, "off": round(m / typical - 1.0, 3)}
+            for r, m in sorted(medians.items()) if abs(m / typical - 1.0) >= SLOW_ROUND]
+
+
+def verdict(builder, comparison: list[dict]) -> dict:
+    """results.json's rounds.noise: what was found, the line (None on a quiet machine) and
+    the pairs this run cannot rank."""
+    hits = [d for d in (disturbed(v) for v in builder.variants.values()) if d]
+    slow = [s for v in builder.variants.values() for s in standing_out(v)]
+    env = builder.environment or {}
+    governor = env.get("cpu_governor")
+    threads, cores = env.get("torch_threads"), env.get("cores_allowed")
+    parts = []
+    for d in hits:
+        parts.append(f"other processes used {cores_text(d['others_cpu_percent'])} during "
+                     f"{rounds_text(d['rounds'])} of {d['variant']}")
+    for s in slow:
+        if abs(s["off"]) >= STANDS_OUT:
+            parts.append(f"round {s['round']} of {s['variant']} was {abs(s['off']):.0%} "
+                         f"{'slower' if s['off'] > 0 else 'faster'} than its other rounds")
+    if governor and governor not in ("performance", "n/a"):
+        parts.append(f"the CPU frequency governor is {governor}: the clock may change between rounds")
+    if isinstance(threads, int) and isinstance(cores, int) and threads > cores:
+        parts.append(f"the worker ran {threads} torch threads on {cores} cores")
+    widths = [w for w in (paired.half_width(r) for r in comparison) if w is not None]
+    line = None
+    if parts:
+        line = "; ".join(parts)
+        if widths:
+            which = "the ratio's interval is" if len(widths) == 1 else "the ratios' intervals are at most"
+            line += f"; {which} ±{max(widths):.0%}"
+    unranked = []
+    for r in comparison:
+        if r.get("ratio_low") is not None and not paired.resolves(r):
+            unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: the ratio's 95% interval "
+                            f"({r['ratio_low']:.3f}–{r['ratio_high']:.3f}) holds 1")
+    return {"line": line, "disturbed": hits, "standing_out": slow,
+            "governor": governor, "unranked": unranked,
+            "disturbed_percent": DISTURBED_PERCENT}
