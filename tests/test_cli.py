@@ -17,7 +17,7 @@ from conftest import FAST
 
 @pytest.mark.e2e
 def test_passing_run_prints_reference_lines_and_exits_0(cli):
-    r = cli("--model", "simplenet", "--backend", "torchscript,bridge", *FAST)
+    r = cli("--model", "simplenet", "--backend", "torchscript,bridge", *FAST, "--rounds", "3")
     assert r.returncode == 0, r.stderr
     passed = [line for line in r.stdout.splitlines() if line.startswith("PASSED :: [check iteration")]
     assert len(passed) == 6
@@ -25,7 +25,8 @@ def test_passing_run_prints_reference_lines_and_exits_0(cli):
     for key in ("min", "median", "mean", "max", "stddev"):
         assert f"{key:<6} time taken (s):" in r.stdout
     assert "sample size: 3" in r.stdout
-    assert "comparison" in r.stdout and "vs fastest" in r.stdout
+    # in rounds: ratios against a base, from same-round pairs
+    assert "comparison" in r.stdout and "vs base" in r.stdout and "interleaved: 3 rounds" in r.stdout
 
 
 @pytest.mark.e2e

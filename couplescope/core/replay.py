@@ -62,7 +62,7 @@ class PlayedWorker:
         self._stopped = True
 
     def crash_reason(self, after: str = "") -> str:
-        return self._short
+        return f"{self._short} {after}" if after else self._short
 
 
 class ReplayWorkers:

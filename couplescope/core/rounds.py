@@ -45,13 +45,21 @@ def shares_of(iterations: int, rounds: int) -> tuple[int, ...]:
     return tuple(base + (1 if r < extra else 0) for r in range(rounds))
 
 
+#: calls a round makes at the least when the rounds are chosen for the user: the first call
+#: of a round pays for the caches the other variants emptied (measured: StrideNet 64 on the
+#: native host, 20 ms for the first call of a round against 12.5 ms), and a round's median
+#: of three calls leaves it out where one of two would not
+MIN_SHARE = 3
+
+
 def resolve(asked: int | None, specs) -> int:
     """The rounds a run is measured in: the user's (refused when a variant has fewer timed
-    iterations than rounds), else DEFAULT_ROUNDS for a comparison of two or more variants
-    (at most the fewest iterations any of them makes), else 1."""
+    iterations than rounds), else DEFAULT_ROUNDS for a comparison of two or more variants,
+    fewer when the variants' iterations would give a round less than MIN_SHARE calls; 1
+    for a single variant."""
     fewest = min((s.iterations for s in specs), default=1)
     if asked is None:
-        return min(DEFAULT_ROUNDS, fewest) if len(specs) > 1 else 1
+        return max(1, min(DEFAULT_ROUNDS, fewest // MIN_SHARE)) if len(specs) > 1 else 1
     if asked > fewest:
         short = next(s for s in specs if s.iterations == fewest)
         raise UsageError(f"--rounds {asked}: every round measures at least one timed iteration of "

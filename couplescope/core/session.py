@@ -187,7 +187,7 @@ class Session:
         by_name = {s.label: s for s in self.specs}
         over: set[str] = set()
         self.emit(events.make("rounds_planned", None, rounds=plan.rounds, seed=plan.seed,
-                              orders=[list(o) for o in plan.orders],
+                              orders=[list(o) for o in plan.orders], variants=list(by_name),
                               **({"baseline": plan.baseline} if plan.baseline else {})))
         try:
             for number, order in enumerate(plan.orders, 1):

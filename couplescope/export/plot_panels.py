@@ -199,9 +199,48 @@ def series(ax, title: str, steps: list[dict], first_warmup: float | None, xlabel
         ax.text(0.99, 0.97, f"{cut} off the top", transform=ax.transAxes, ha="right", va="top", fontsize=7,
                 bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
     ax.grid(True, axis="y", alpha=0.3)
+    _round_marks(ax, steps)
     if xlabel:
         ax.set_xlabel("timed call", fontsize=8)
     return names
+
+
+def _round_marks(ax, steps: list[dict]) -> None:
+    """A run in rounds: a dotted line where each round begins, labelled r2, r3 ... (the
+    calls between two lines ran back to back; the other variants ran at the lines)."""
+    previous = None
+    for k, step in enumerate(steps, 1):
+        number = step.get("round")
+        if number is not None and previous is not None and number != previous:
+            ax.axvline(k - 0.5, color="black", linewidth=0.6, linestyle=":", alpha=0.7)
+            ax.text(k - 0.5, 1.0, f" r{number}", transform=ax.get_xaxis_transform(), fontsize=6,
+                    va="top", ha="left", color="dimgray")
+        previous = number if number is not None else previous
+
+
+def round_ratios(ax, lines: list[dict], baseline: str) -> None:
+    """A run in rounds: each variant's ratio to the baseline round by round (markers), its
+    paired ratio (dashed) and 95% interval (band); a round where both variants met the same
+    drift has the same ratio as a quiet one, which is why the pairs are taken per round.
+    lines: {label, color, rounds, ratios, ratio, low, high}."""
+    from matplotlib.ticker import MaxNLocator
+
+    for line in lines:
+        ax.plot(line["rounds"], line["ratios"], marker="o", markersize=4, linewidth=0.8,
+                color=line["color"], label=line["label"])
+        if line.get("ratio") is not None:
+            ax.axhline(line["ratio"], color=line["color"], linewidth=0.8, linestyle="--")
+        if line.get("low") is not None and line.get("high") is not None:
+            ax.axhspan(line["low"], line["high"], color=line["color"], alpha=0.12, linewidth=0)
+    ax.axhline(1.0, color="black", linewidth=0.6, alpha=0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"ratio to {baseline} per round (dashed: from same-round pairs; band: its 95% interval)",
+                 fontsize=9)
+    ax.set_xlabel("round", fontsize=8)
+    ax.set_ylabel("ratio", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="best", frameon=False)
 
 
 def losses(ax, lines: list[dict]) -> None:

@@ -161,7 +161,9 @@ def figure(documents: list[dict]):
     width = _title_width(columns)
     title_lines = max(len(plot_panels.wrapped(e.label, width)) for e in series_items)
     trained = _loss_lines(items)
-    top = ([3.4] if groups else []) + [max(1.9, 0.34 * len(items) + 1.2)] + ([3.0] if trained else [])
+    paired, baseline = _round_lines(documents, items)
+    top = ([3.4] if groups else []) + [max(1.9, 0.34 * len(items) + 1.2)] + ([3.0] if trained else []) \
+        + ([2.8] if paired else [])
     bottom = [0.3] + [2.0 + 0.15 * (title_lines - 1)] * series_rows
     fig = Figure(figsize=(WIDTH_INCHES, sum(top) + sum(bottom) + 0.9), dpi=DPI, layout="constrained")
     # two subfigures: the calls panels take the whole width, not what the long variant
@@ -177,7 +179,11 @@ def figure(documents: list[dict]):
     plot_panels.distributions(upper.add_subplot(grid[row, 0]), [e.label for e in items], [e.times for e in items],
                               [e.color for e in items])
     if trained:
-        plot_panels.losses(upper.add_subplot(grid[row + 1, 0]), trained)
+        row += 1
+        plot_panels.losses(upper.add_subplot(grid[row, 0]), trained)
+    if paired:
+        row += 1
+        plot_panels.round_ratios(upper.add_subplot(grid[row, 0]), paired, baseline)
     grid = lower.add_gridspec(len(bottom), columns, height_ratios=bottom)
     legend_ax = lower.add_subplot(grid[0, :])
     legend_ax.axis("off")
@@ -196,6 +202,26 @@ def figure(documents: list[dict]):
     head, where = _title(documents, items)
     fig.suptitle(f"{head}\n{where}", fontsize=11)
     return fig
+
+
+def _round_lines(documents: list[dict], items: list[Entry]) -> tuple[list[dict], str]:
+    """A run in rounds (one document): each variant's per-round ratio to the baseline, for
+    the rounds panel; empty otherwise (several runs: their rounds are not the same rounds)."""
+    if len(documents) != 1 or not documents[0].get("rounds"):
+        return [], ""
+    colors = {e.variant["name"]: e for e in items}
+    lines, baseline = [], ""
+    for row in documents[0].get("comparison") or []:
+        per_round = row.get("ratio_per_round")
+        baseline = row.get("baseline") or baseline
+        if not per_round or row["name"] not in colors:
+            continue
+        rounds = sorted(int(r) for r in per_round)
+        e = colors[row["name"]]
+        lines.append({"label": e.label, "color": e.color, "rounds": rounds,
+                      "ratios": [per_round[str(r)] for r in rounds], "ratio": row.get("ratio"),
+                      "low": row.get("ratio_low"), "high": row.get("ratio_high")})
+    return lines, baseline
 
 
 def _loss_lines(items: list[Entry]) -> list[dict]:

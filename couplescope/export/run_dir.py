@@ -14,7 +14,7 @@ import os
 import re
 import time
 
-from couplescope.export.disk_full import EventsFile, Reserve, remove_quietly
+from couplescope.export.disk_full import RESERVE_BYTES, EventsFile, Reserve, remove_quietly
 from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
@@ -132,6 +132,7 @@ class RunDirectoryExporter(Listener):
         self._pending: list[dict] = []
         self._events: EventsFile | None = None
         self._reserve: Reserve | None = None
+        self._last_size = 0   # bytes of the last results.json written
         self._announce = announce
         self.on_created: list = []  # callbacks(path), for exporters that add files
         self._unwritten = True      # events results.json has not seen yet
@@ -238,7 +239,9 @@ class RunDirectoryExporter(Listener):
             return
         saved = self._save_results(builder)
         if self._reserve is not None:
-            self._reserve.claim()   # the next results.json's room first
+            # the next results.json's room first: it is written beside the one it replaces,
+            # and grows (a run in rounds writes one nearly whole after every round)
+            self._reserve.claim(max(RESERVE_BYTES, self._last_size * 3 // 2))
         if saved and self._events is not None:
             self._events.finish()   # then lines that waited for room, if there is some now
 
@@ -252,7 +255,8 @@ class RunDirectoryExporter(Listener):
         back, then an events.jsonl that could not be finished is given up for it."""
         target = os.path.join(self.path, "results.json")
         text = readable_json(builder.document()) + "\n"
-        for make_room in (None, self._give_back_reserve, self._give_up_events):
+        self._last_size = len(text.encode("utf-8"))
+        for make_room in (None, self._give_back_reserve, self._give_up_events, self._drop_outdated):
             if make_room is not None and not make_room():
                 continue
             try:
@@ -271,6 +275,12 @@ class RunDirectoryExporter(Listener):
             return False
         self._reserve.release()
         return True
+
+    def _drop_outdated(self) -> bool:
+        """The last resort: the results.json being replaced goes first, so that the new one
+        needs no room beside it (it held less than the new one will)."""
+        target = os.path.join(self.path, "results.json")
+        return os.path.exists(target) and remove_quietly(target)
 
     def _give_up_events(self) -> bool:
         if self._events is None or self._events.complete or self._events.removed:

@@ -15,20 +15,21 @@ from couplescope.protocol.spec import RunSpec
 
 
 def run(specs, export: str | None = None, telemetry_hz: float = 0.0, listeners=(),
-        title: str = "", memory_limit: str | None = None) -> dict:
+        title: str = "", **settings) -> dict:
     """Measure one RunSpec or a list of them; return the results document (results.json).
 
     export: a parent directory for a new run directory (like --export DIR).
     telemetry_hz: sample CPU/GPU telemetry at this rate (0: off).
     listeners: extra couplescope.protocol.listener.Listener objects (to watch events live).
-    memory_limit: what a variant may plan to use ("16G", "none"; default half the memory
-    available): a size whose estimate exceeds it fails as bad input before allocating.
+    settings: any other run option (docs/options.md), e.g. memory_limit="16G" (what a
+    variant may plan to use; default half the memory available), rounds=4 (interleaved
+    rounds; default 5 for two or more variants, 1 runs each to its end in turn),
+    baseline="name", order_seed=7.
     Raises UsageError for bad input, before anything runs.
     """
     from couplescope.core import pipeline, request
 
-    req = request.from_specs(specs, title=title, export=export, telemetry_hz=telemetry_hz,
-                             memory_limit=memory_limit)
+    req = request.from_specs(specs, title=title, export=export, telemetry_hz=telemetry_hz, **settings)
     return pipeline.run(req, list(listeners)).document()
 
 

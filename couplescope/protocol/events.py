@@ -96,7 +96,8 @@ EVENTS: dict[str, EventType] = {
         "parent", "the run measures its variants in interleaved rounds (the run's own event, "
                   "before any variant starts)",
         {"rounds": "how many rounds", "seed": "the seed of the shuffled orders",
-         "orders": "per round, the variants' names in the order they ran"},
+         "orders": "per round, the variants' names in the order they ran",
+         "variants": "the variants' names in the run's own order (results.json lists them so)"},
         {"baseline": "the variant ratios are taken against, when one was named"}),
     "round_started": EventType(
         "parent", "a variant's share of one round begins: the timed iterations after it, until "

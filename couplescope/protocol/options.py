@@ -294,7 +294,7 @@ OPTIONS: tuple[Option, ...] = (
            "every variant's share of the iterations, in an order shuffled per round, so that a "
            "machine's drift lands on every variant alike and ratios come from same-round pairs; "
            "1 runs each variant to its end in turn", _HOW, scope=RUN, low=1, metavar="K",
-           default_text=f"{DEFAULT_ROUNDS} for a comparison, else 1"),
+           default_text=f"{DEFAULT_ROUNDS} for a comparison (fewer under 15 calls), else 1"),
     Option("baseline", str, None, "the variant every ratio is taken against (its name as the "
            "table shows it)", _HOW, scope=RUN, metavar="NAME", default_text="the fastest"),
     Option("order_seed", int, None, "seed of the rounds' shuffled order (to repeat a run's order)",

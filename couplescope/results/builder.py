@@ -251,11 +251,20 @@ class ResultsBuilder:
         #: the variant whose ending event came last (a run in rounds ends them in any order)
         self.last_ended: str | None = None
         self._pairs: dict = {}   # paired ratios, by the two variants and their call counts
+        #: a run in rounds: the variants in the run's own order (the first round's is shuffled)
+        self.order: list[str] = []
         self._traces: dict[str, list[str]] = {}   # variant -> trace files, run-relative
+
+    def in_order(self) -> list[VariantResult]:
+        """The variants in the run's order (a run in rounds met them in its first round's)."""
+        rank = {name: i for i, name in enumerate(self.order)}
+        return sorted(self.variants.values(), key=lambda v: rank.get(v.name, len(rank)))
 
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:
             self.variants[name] = VariantResult(name)
+            if self.order:   # kept in the run's order, whichever variant a round began with
+                self.variants = {v.name: v for v in self.in_order()}
         return self.variants[name]
 
     def on_event(self, ev: dict) -> None:
@@ -281,6 +290,7 @@ class ResultsBuilder:
         elif kind == "rounds_planned":
             self.rounds = {"rounds": ev.rounds, "seed": ev.seed, "orders": ev.orders,
                            "baseline": ev.baseline}
+            self.order = list(ev.variants)
         elif kind == "round_started":
             v = self.variant(name)
             v.round = ev.round
@@ -330,7 +340,7 @@ class ResultsBuilder:
     def comparison(self) -> list[dict]:
         """Median, IQR, ratio to the fastest and coupling overhead (call minus forward)."""
         rows = []
-        for v in self.variants.values():
+        for v in self.in_order():
             s = v.stats()
             if not s["n"]:
                 continue
@@ -389,7 +399,7 @@ class ResultsBuilder:
 
             rounds = {"rounds": {**self.rounds, "noise": noise.verdict(self, comparison)}}
         return {"schema": SCHEMA_VERSION, "title": self.title, "environment": self.environment,
-                **rounds, "variants": [v.to_dict() for v in self.variants.values()],
+                **rounds, "variants": [v.to_dict() for v in self.in_order()],
                 "comparison": comparison, **self.extra}
 
     def outcomes(self) -> set[str]:

@@ -9,7 +9,7 @@ What it looks at:
   DISTURBED_PERCENT of a core on average is disturbed. Not the worker's own CPU share: a
   worker that sleeps in its calls uses little CPU on a quiet machine;
 - rounds whose median stands out from the variant's other rounds (SLOW_ROUND in
-  results.json, STANDS_OUT in the line);
+  results.json; in the line, STANDS_OUT and twice the variant's own relative IQR);
 - the CPU frequency governor, where the OS shows it (a governor other than performance
   lets the frequency move between rounds);
 - torch threads beyond the cores the worker may use.
@@ -64,7 +64,8 @@ def disturbed(variant) -> dict | None:
 
 def standing_out(variant) -> list[dict]:
     """Rounds whose median is SLOW_ROUND or more from the median of the variant's round medians."""
-    medians = {s["round"]: s["median"] for s in variant.round_summaries() if s["median"]}
+    # a round's median of one or two calls says nothing of the round
+    medians = {s["round"]: s["median"] for s in variant.round_summaries() if s["median"] and s["n"] >= 3}
     if len(medians) < 3:
         return []
     typical = paired._median(list(medians.values()))
@@ -81,11 +82,18 @@ def verdict(builder, comparison: list[dict]) -> dict:
     governor = env.get("cpu_governor")
     threads, cores = env.get("torch_threads"), env.get("cores_allowed")
     parts = []
-    for d in hits:
-        parts.append(f"other processes used {cores_text(d['others_cpu_percent'])} during "
-                     f"{rounds_text(d['rounds'])} of {d['variant']}")
+    if hits:
+        parts.append("other processes used " + ", ".join(
+            f"{cores_text(d['others_cpu_percent'])} during {rounds_text(d['rounds'])} of {d['variant']}"
+            for d in hits))
+    spread = {}
+    for v in builder.variants.values():
+        st = v.stats()
+        spread[v.name] = st["iqr"] / st["median"] if st["n"] and st["median"] else 0.0
     for s in slow:
-        if abs(s["off"]) >= STANDS_OUT:
+        # named only when far beyond the variant's own spread: a microsecond call's rounds
+        # of a few calls each move by tens of percent on a quiet machine
+        if abs(s["off"]) >= max(STANDS_OUT, 2 * spread.get(s["variant"], 0.0)):
             parts.append(f"round {s['round']} of {s['variant']} was {abs(s['off']):.0%} "
                          f"{'slower' if s['off'] > 0 else 'faster'} than its other rounds")
     if governor and governor not in ("performance", "n/a"):

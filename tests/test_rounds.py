@@ -1,0 +1,282 @@
+"""Interleaved rounds (--rounds, couplescope.core.rounds): the order shuffled per round and
+recorded, ratios from same-round pairs, a variant that fails in a round, the noise
+verdict, --compare of runs measured at different times. Synthetic workers (the real
+session, printer, builder and exporters, no torch) for the bookkeeping; real workers in
+tests/test_rounds_e2e.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pytest
+
+from couplescope.core import pipeline, replay, rounds, synthetic
+from couplescope.frontends.cli.printer import HeadlessPrinter
+from couplescope.protocol import contract, events
+from couplescope.protocol.errors import UsageError
+from couplescope.protocol.spec import RunSpec
+from couplescope.results import noise, paired, regression
+
+A = RunSpec(model="simplenet", backend="torchscript", host="python", warmup=1, iterations=12,
+            profile_iterations=1, name="a")
+B = A.replace(backend="bridge", name="b")
+C = A.replace(grad_mode="inference", name="c")
+
+
+def run(specs, script=None, export=None, **settings):
+    """A synthetic run in rounds through the real pipeline and printer: (outcome, stdout)."""
+    out, err = io.StringIO(), io.StringIO()
+    printer = HeadlessPrinter(len(specs), out=out, err=err)
+    outcome = pipeline.run(synthetic.request(specs, export=export, **settings), [printer],
+                           workers=synthetic.SyntheticWorkers(script))
+    printer.close()
+    return outcome, out.getvalue()
+
+
+# -- the plan ----------------------------------------------------------------------------
+
+def test_the_iterations_are_shared_out_larger_shares_first():
+    assert rounds.shares_of(10, 4) == (3, 3, 2, 2)
+    assert rounds.shares_of(12, 4) == (3, 3, 3, 3)
+    assert sum(rounds.shares_of(10_001, 7)) == 10_001
+
+
+def test_a_comparison_is_interleaved_by_default_and_one_variant_is_not():
+    assert rounds.resolve(None, [A]) == 1
+    assert rounds.resolve(None, [A.replace(iterations=100), B.replace(iterations=100)]) == 5
+    assert rounds.resolve(None, [A, B]) == 4                          # 12 calls: 3 a round at the least
+    assert rounds.resolve(None, [A.replace(iterations=10), B]) == 3
+    assert rounds.resolve(None, [A.replace(iterations=5), B]) == 1    # too few to share out
+    assert rounds.resolve(1, [A, B]) == 1                             # today's behaviour, asked for
+
+
+def test_more_rounds_than_iterations_is_refused_naming_the_variant():
+    with pytest.raises(UsageError, match=r"--rounds 20: .* a makes 12; use --rounds 12 or fewer"):
+        rounds.resolve(20, [A, B])
+
+
+def test_the_order_is_shuffled_per_round_and_repeated_from_its_seed():
+    specs = [A, B, C]
+    plan = rounds.plan(specs, 8, seed=7)
+    assert all(sorted(order) == ["a", "b", "c"] for order in plan.orders)
+    assert len(set(plan.orders)) > 1, "every round ran in the same order"
+    assert rounds.plan(specs, 8, seed=7).orders == plan.orders
+    assert any(rounds.plan(specs, 8, seed=s).orders != plan.orders for s in (8, 9, 10))
+    assert rounds.plan(specs, 1) is None and rounds.plan(specs, None) is None
+
+
+def test_the_baseline_must_name_a_variant():
+    with pytest.raises(UsageError, match="--baseline nope is not a variant of this run; its variants: a, b"):
+        rounds.check_baseline("nope", [A, B])
+
+
+# -- a run in rounds -----------------------------------------------------------------------
+
+def test_a_run_in_rounds_records_its_order_and_each_calls_round(tmp_path):
+    outcome, out = run([A, B, C], export=str(tmp_path), rounds=4, order_seed=11)
+    assert outcome.exit_code == 0
+    planned = rounds.plan([A, B, C], 4, seed=11)
+    recorded = events.read_jsonl(f"{outcome.run_directory}/events.jsonl")
+    [plan_ev] = [ev for ev in recorded if ev.event == "rounds_planned"]
+    assert plan_ev.seed == 11 and plan_ev.orders == [list(o) for o in planned.orders]
+    started = [(ev.round, ev.variant) for ev in recorded if ev.event == "round_started"]
+    assert started == [(r, name) for r, order in enumerate(planned.orders, 1) for name in order]
+    doc = json.loads((tmp_path / outcome.run_directory.split("/")[-1] / "results.json").read_text())
+    assert doc["rounds"]["orders"] == plan_ev.orders and doc["rounds"]["seed"] == 11
+    for v in doc["variants"]:
+        timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+        assert [it["index"] for it in timed] == list(range(1, 13))   # numbered on across rounds
+        assert [it["round"] for it in timed] == [1] * 3 + [2] * 3 + [3] * 3 + [4] * 3
+        assert [r["position"] for r in v["rounds"]] == [o.index(v["name"]) + 1 for o in planned.orders]
+        assert [r["n"] for r in v["rounds"]] == [3, 3, 3, 3]
+        assert sum(1 for it in v["iterations"] if it["kind"] == "warmup") == 1   # warmed up once
+    assert "interleaved: 4 rounds" in out and "-- b: round 2/4, 3 iterations --" in out
+    # results.json is the events' own: rebuilt from events.jsonl alone, rounds and all
+    rebuilt = replay.document(recorded, doc["title"])
+    assert rebuilt["rounds"] == doc["rounds"] and rebuilt["comparison"] == doc["comparison"]
+
+
+def test_a_recorded_run_in_rounds_replays_in_its_own_order(tmp_path):
+    outcome, _ = run([A, B], export=str(tmp_path), rounds=3, order_seed=5)
+    recording = replay.Recording.read(outcome.run_directory)
+    again = pipeline.run(recording.request(), workers=recording.workers())
+    assert again.builder.rounds["orders"] == outcome.builder.rounds["orders"]
+    assert again.builder.document()["comparison"] == outcome.builder.document()["comparison"]
+
+
+def _times(times_by_round: dict[str, list[float]]):
+    """A script giving each variant's timed calls the seconds of their round."""
+    def script(spec, played):
+        out, round_number = [], 1
+        for ev in played:
+            if ev.event == "iterations" and ev.kind == "timed":
+                seconds = times_by_round[spec.label][round_number - 1]
+                ev = events.make("iterations", spec.label, **{**{k: ev[k] for k in ev if k not in ("event", "t", "variant")},
+                                                              "seconds": [seconds] * len(ev["seconds"])})
+            if ev.event == "round_finished":
+                round_number += 1
+            out.append(ev)
+        return out
+    return script
+
+
+def test_the_ratio_pairs_each_round_with_the_baselines_same_round():
+    """The machine drifts tenfold between rounds; b is 1.2x a in every round. Paired by
+    round the ratio is exactly 1.2, its spread a point; a round of b paired with another
+    round of a would give 12 or 0.12."""
+    script = _times({"a": [1e-3, 1e-2], "b": [1.2e-3, 1.2e-2]})
+    outcome, out = run([A.replace(iterations=6), B.replace(iterations=6)], script, rounds=2, baseline="a")
+    row = {r["name"]: r for r in outcome.builder.comparison()}
+    assert row["a"]["ratio"] == 1.0 and row["b"]["baseline"] == "a"
+    assert row["b"]["ratio"] == pytest.approx(1.2)
+    assert row["b"]["ratio_spread"] == pytest.approx([1.2, 1.2])
+    assert row["b"]["ratio_per_round"] == pytest.approx({"1": 1.2, "2": 1.2})
+    assert row["b"]["ratio_low"] == pytest.approx(1.2) and row["b"]["ratio_high"] == pytest.approx(1.2)
+    assert "1.20x ±0%" in out and "base" in out
+
+
+def test_paired_ratio_is_the_median_of_the_round_ratios_with_an_interval_around_it():
+    base = {1: [1.0, 1.1, 0.9], 2: [2.0, 2.2, 1.8], 3: [1.0, 1.0, 1.0], 4: [3.0, 3.1, 2.9]}
+    other = {r: [v * f for v in vs] for (r, vs), f in zip(base.items(), (1.5, 1.4, 1.5, 5.0))}
+    pair = paired.paired_ratio(base, other)
+    assert pair["ratio"] == pytest.approx(math.exp((math.log(1.5) + math.log(1.5)) / 2))
+    assert pair["spread"] == pytest.approx([1.4, 5.0]) and pair["rounds"] == 4
+    assert pair["low"] <= pair["ratio"] <= pair["high"]
+    assert paired.paired_ratio({1: [1.0]}, {1: [2.0]}) is None   # one round pairs nothing
+
+
+def _fail_in_round_2(crash: bool):
+    """b makes one call of round 2, then fails (variant_failed) or its worker dies (no
+    ending event at all)."""
+    def script(spec, played):
+        if spec.label != "b":
+            return played
+        out, finished = [], 0
+        for ev in played:
+            if finished == 1 and ev.event == "iterations" and ev.kind == "timed":
+                cols = {k: ev[k][:1] if isinstance(ev[k], list) else ev[k]
+                        for k in ev if k not in ("event", "t", "variant")}
+                out.append(events.make("iterations", "b", **cols))
+                if not crash:
+                    out.append(events.make("variant_failed", "b", reason="RuntimeError: boom",
+                                           kind="error", traceback=""))
+                return out
+            finished += ev.event == "round_finished"
+            out.append(ev)
+        return out
+    return script
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["fails", "dies"])
+def test_a_variant_that_fails_in_round_2_ends_there_keeping_rounds_1_and_2(tmp_path, crash):
+    outcome, _ = run([A, B], _fail_in_round_2(crash), export=str(tmp_path), rounds=4)
+    assert outcome.exit_code == 1
+    doc = outcome.document()
+    a, b = (next(v for v in doc["variants"] if v["name"] == n) for n in ("a", "b"))
+    assert b["verdict"] == "error" and a["verdict"] == "passed"
+    assert [it["round"] for it in b["iterations"] if it["kind"] == "timed"] == [1, 1, 1, 2]
+    assert [r["round"] for r in b["rounds"]] == [1, 2]           # never started again
+    assert [r["n"] for r in a["rounds"]] == [3, 3, 3, 3]          # the others go on
+    if crash:
+        assert "after timed iteration 4 (round 2)" in b["error"]
+    on_disk = json.loads(open(f"{outcome.run_directory}/results.json").read())
+    assert [r["round"] for r in next(v for v in on_disk["variants"] if v["name"] == "b")["rounds"]] == [1, 2]
+
+
+# -- the noise verdict -----------------------------------------------------------------------
+
+def _sample(others: float, tree: float = 100.0) -> dict:
+    """A telemetry sample of a timed call: two cores, the worker's tree at `tree`%, the
+    parent at 2%, other processes at `others`%."""
+    total = tree + 2.0 + others
+    return {"iteration": {"kind": "timed", "index": 1}, "tree": {"cpu_percent": tree, "processes": 1,
+                                                                  "rss": 1, "threads": 1},
+            "sampler": {"pid": 1, "cpu_percent": 2.0},
+            "system": {"cpu_percent": [total / 2, total / 2]}, "processes": [], "gpu": "n/a"}
+
+
+def _loaded(busy_rounds: dict):
+    """A script adding a telemetry sample to each round of each variant: other processes
+    at 90% of a core in the (variant, round)s of `busy_rounds`, 3% elsewhere."""
+    def script(spec, played):
+        out, number = [], 1
+        for ev in played:
+            if ev.event == "round_finished":
+                others = 90.0 if number in busy_rounds.get(spec.label, ()) else 3.0
+                out.append(events.make("telemetry", spec.label, sample=_sample(others)))
+                number += 1
+            out.append(ev)
+        return out
+    return script
+
+
+def test_the_noise_verdict_names_the_disturbed_rounds_and_is_silent_when_quiet():
+    outcome, out = run([A, B], _loaded({"a": (2, 3)}), rounds=4, baseline="a")
+    found = outcome.document()["rounds"]["noise"]
+    assert found["disturbed"] == [{"variant": "a", "rounds": [2, 3], "others_cpu_percent": 90.0}]
+    assert found["line"].startswith("other processes used 0.9 of a core during rounds 2–3 of a; "
+                                    "the ratio's interval is ±")
+    assert "noise: other processes used 0.9 of a core during rounds 2–3 of a" in out
+    quiet, out = run([A, B], _loaded({}), rounds=4)
+    assert quiet.document()["rounds"]["noise"]["line"] is None and "noise:" not in out
+    a = next(v for v in outcome.document()["variants"] if v["name"] == "a")
+    assert {r["round"]: r["others_cpu_percent"] for r in a["rounds"]} == {1: 3.0, 2: 90.0, 3: 90.0, 4: 3.0}
+
+
+def test_a_run_whose_interval_holds_one_says_it_cannot_rank():
+    outcome, out = run([A, B], rounds=4)   # synthetic calls: the same within 10% noise
+    unranked = outcome.document()["rounds"]["noise"]["unranked"]
+    assert len(unranked) == 1 and "cannot be ranked" in unranked[0] and "holds 1" in unranked[0]
+    assert "note: " + unranked[0] in out
+
+
+def test_rounds_text():
+    assert noise.rounds_text([2, 3, 5]) == "rounds 2–3, 5" and noise.rounds_text([4]) == "round 4"
+
+
+# -- --compare of runs measured at different times -------------------------------------------
+
+def _doc(median: float, others, worker_cpu=100.0, by_round=False) -> dict:
+    """A results document of one variant whose timed calls sit around `median`."""
+    calls = [median * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(40)]
+    its = [{"index": i + 1, "kind": "timed", "seconds": s, **({"round": i // 10 + 1} if by_round else {})}
+           for i, s in enumerate(calls)]
+    return {"variants": [{"name": "v", "iterations": its, "stats": {"median": median, "iqr": 0.0},
+                          "telemetry": {"summary": {"others_cpu_percent_mean_timed": others,
+                                                    "cpu_percent_mean_timed": worker_cpu}}}]}
+
+
+def test_compare_says_inconclusive_when_other_processes_loaded_one_run():
+    doc = regression.compare(_doc(1.0, others=5.0), _doc(1.3, others=95.0))
+    (row,) = doc["variants"]
+    assert row["verdict"] == regression.INCONCLUSIVE and doc["exit_code"] == contract.EXIT_INCONCLUSIVE == 5
+    assert any("other processes used 0.1 of a core while base was timed and 0.9" in n for n in row["notes"])
+
+
+def test_compare_judges_the_load_by_other_processes_not_the_workers_own_share():
+    """A module that sleeps in its calls uses little CPU: its worker's share says nothing of
+    the machine's load, so a slower run with the same other load is slower."""
+    doc = regression.compare(_doc(1.0, others=5.0, worker_cpu=100.0), _doc(1.3, others=8.0, worker_cpu=10.0))
+    (row,) = doc["variants"]
+    assert row["verdict"] == regression.SLOWER and doc["exit_code"] == 1 and row["notes"] == []
+
+
+def test_compare_of_two_runs_in_rounds_resamples_whole_rounds():
+    doc = regression.compare(_doc(1.0, 5.0, by_round=True), _doc(1.0, 5.0, by_round=True))
+    assert doc["variants"][0]["by_rounds"] is True and doc["exit_code"] == 0
+    assert regression.compare(_doc(1.0, 5.0), _doc(1.0, 5.0))["variants"][0]["by_rounds"] is False
+
+
+# -- the command line ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,words", [
+    (["--rounds", "20", "--iterations", "10"], "--rounds 20: every round measures at least one timed iteration"),
+    (["--rounds", "0"], "--rounds must be at least 1 (got 0)"),
+    (["--baseline", "nope"], "--baseline nope is not a variant of this run; its variants: "),
+])
+def test_bad_rounds_are_refused_in_one_line(command, args, words):
+    result = command("--model", "simplenet", "--backend", "torchscript,bridge", *args)
+    assert result.returncode == 2 and words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
