@@ -492,6 +492,13 @@ def test_ranks_spread_over_the_gpus(tmp_path, cli):
     assert [r["device"] for r in ranks] == [f"cuda:{r % count}" for r in (0, 1)]
 
 
+def test_node_local_ranks_follow_the_node_names():
+    from couplescope.backends.mpi.nodes import local_rank
+
+    names = ["n1", "n2", "n1", "n1", "n2"]
+    assert [local_rank(names, r) for r in range(5)] == [(0, 3), (0, 2), (1, 3), (2, 3), (1, 2)]
+
+
 def test_more_ranks_than_cores_on_a_node_is_a_warning():
     from couplescope.backends.mpi.nodes import oversubscribed_nodes
 

@@ -97,6 +97,29 @@ def test_inside_a_two_node_allocation(tmp_path):
     _assert_two_nodes(r.stdout, tmp_path / "runs")
 
 
+def test_two_ranks_on_one_node_have_local_ranks_one_sampler_and_the_node_s_warning(cli, tmp_path):
+    """3 ranks on 2 nodes of one CPU each: n1 holds ranks 0 and 1 (local ranks 0 and 1, GPU
+    slots 0 and 1), n2 rank 2; one sampler per node, n1's sampling both its ranks; the
+    oversubscription warning names n1 only. (Open MPI's shared-memory split put each rank
+    in a node of its own here: both n1 ranks said local rank 0 and both sampled n1.)"""
+    r = cli("--preset", "simplenet-mpi", "--launcher", "srun", "--nodes", "2", "--ranks", "3",
+            "--oversubscribe", *FAST, "--export", tmp_path / "runs", env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    v, evs = _results(tmp_path / "runs")
+    assert [(x["rank"], x["node"], x["local_rank"], x["local_size"], x["gpu_slot"]) for x in v["ranks"]] == \
+        [(0, "n1", 0, 2, 0), (1, "n1", 1, 2, 1), (2, "n2", 0, 1, 0)]
+    assert "2 ranks on the 1 core of node n1" in r.stderr and "node n2" not in r.stderr, r.stderr
+    pids = {e["rank"]: e["pid"] for e in evs if e["event"] == "rank_info"}
+    sampled, samplers = {}, {}
+    for e in evs:
+        if e["event"] == "telemetry":
+            ranks = frozenset((p["rank"], p["pid"]) for p in e["sample"]["processes"] if p["role"] == "worker")
+            sampled.setdefault(e["node"], set()).add(ranks)
+            samplers.setdefault(e["node"], set()).add(e["sample"]["sampler"]["pid"])
+    assert sampled == {"n1": {frozenset({(0, pids[0]), (1, pids[1])})}, "n2": {frozenset({(2, pids[2])})}}
+    assert [len(samplers["n1"]), len(samplers["n2"])] == [1, 1], samplers   # one sampler a node
+
+
 def _start_long_run(tmp_path) -> tuple[subprocess.Popen, Path]:
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "simplenet", "--backend", "mpi",
