@@ -156,6 +156,37 @@ def test_a_node_taken_down_mid_run_ends_the_run_naming_it(tmp_path):
     assert v["stats"]["n"] > 0 and v["mpi"]["nodes"]["n2"]["ranks"] == [1]   # what was measured is kept
 
 
+def test_a_node_whose_slurmd_and_step_daemon_are_killed_ends_the_run_naming_it(tmp_path):
+    """SIGKILL to n2's slurmd and to its step daemon (the rank's parent): srun hears no more
+    of n2's rank and gives up after KillWait + 2 s (12 s here); the run ends naming n2 and
+    its rank, exit code 4, what was measured kept. n2's slurmd is then started again, as an
+    admin would, so that Slurm settles the job at once instead of SlurmdTimeout later."""
+    import psutil
+
+    proc, runs = _start_long_run(tmp_path)
+    try:
+        _, evs = _results_so_far(runs)
+        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
+        step_daemon = psutil.Process(rank1).ppid()
+        slurmd = int((Path(CONF).parent / "slurmd-n2.pid").read_text())
+        assert "slurmstepd" in psutil.Process(step_daemon).name() and psutil.pid_exists(slurmd)
+        os.kill(slurmd, signal.SIGKILL)
+        os.kill(step_daemon, signal.SIGKILL)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+        subprocess.run([str(Path(__file__).resolve().parents[1] / ".ci" / "slurm-node-up"),
+                        str(Path(CONF).parents[1]), "n2"], check=True, env=slurm.slurm_env(CONF))
+    assert proc.returncode == 4, err
+    assert "node n2 failed (its step daemon stopped answering" in err and "its rank 1 ended with it" in err, err
+    assert "Traceback" not in err
+    v, _ = _results(runs)
+    assert v["status"] == "failed" and v["error_kind"] == "lost" and "node n2" in v["error"]
+    assert v["stats"]["n"] > 0 and v["mpi"]["nodes"]["n2"]["ranks"] == [1]
+
+
 def test_a_rank_killed_on_one_node_ends_the_run_naming_it(tmp_path):
     proc, runs = _start_long_run(tmp_path)
     try:
