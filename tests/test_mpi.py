@@ -398,6 +398,22 @@ def test_launcher_messages_name_the_rank():
     assert explain_launcher_output(spec, exited, 3, placed) == "rank 1 on node n2 exited with code 3 before reporting"
 
 
+def test_a_pending_step_s_hint_follows_slurm_s_reason(monkeypatch):
+    """More nodes or CPUs than the partition has (Slurm: PartitionConfig) is not helped by
+    waiting for nodes to free up: the hint names the partition, sinfo and --nodes."""
+    line = "srun: job 500027 queued and waiting for resources"
+    spec = RunSpec(model="simplenet", backend="mpi", launcher="srun", ranks=3, nodes=3)
+    monkeypatch.setattr(slurm, "pending_reason", lambda job: "PartitionConfig")
+    message, limit = LAUNCHER.notice(spec, line)
+    assert message.startswith("srun: job 500027 is pending (PartitionConfig): the partition cannot run "
+                              "3 tasks on 3 nodes (sinfo shows its nodes and CPUs); pass --oversubscribe or "
+                              "fewer --ranks, or fewer --nodes, or another partition"), message
+    assert "free the nodes" not in message and limit == slurm.pending_seconds()
+    monkeypatch.setattr(slurm, "pending_reason", lambda job: "Resources")
+    message, _ = LAUNCHER.notice(spec, line)
+    assert "Slurm cannot start 3 tasks on 3 nodes now; pass --oversubscribe or fewer --ranks" in message
+
+
 def test_a_failed_node_is_named_with_its_ranks():
     srun = RunSpec(model="simplenet", backend="mpi", launcher="srun", nodes=2)
     text = ["srun: error: Node failure on n2", "srun: error: n1: task 0: Exited with exit code 130"]
@@ -490,6 +506,13 @@ def test_ranks_spread_over_the_gpus(tmp_path, cli):
         ranks = json.load(f)["variants"][0]["ranks"]
     count = torch.cuda.device_count()
     assert [r["device"] for r in ranks] == [f"cuda:{r % count}" for r in (0, 1)]
+
+
+def test_node_local_ranks_follow_the_node_names():
+    from couplescope.backends.mpi.nodes import local_rank
+
+    names = ["n1", "n2", "n1", "n1", "n2"]
+    assert [local_rank(names, r) for r in range(5)] == [(0, 3), (0, 2), (1, 3), (2, 3), (1, 2)]
 
 
 def test_more_ranks_than_cores_on_a_node_is_a_warning():

@@ -97,6 +97,29 @@ def test_inside_a_two_node_allocation(tmp_path):
     _assert_two_nodes(r.stdout, tmp_path / "runs")
 
 
+def test_two_ranks_on_one_node_have_local_ranks_one_sampler_and_the_node_s_warning(cli, tmp_path):
+    """3 ranks on 2 nodes of one CPU each: n1 holds ranks 0 and 1 (local ranks 0 and 1, GPU
+    slots 0 and 1), n2 rank 2; one sampler per node, n1's sampling both its ranks; the
+    oversubscription warning names n1 only. (Open MPI's shared-memory split put each rank
+    in a node of its own here: both n1 ranks said local rank 0 and both sampled n1.)"""
+    r = cli("--preset", "simplenet-mpi", "--launcher", "srun", "--nodes", "2", "--ranks", "3",
+            "--oversubscribe", *FAST, "--export", tmp_path / "runs", env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    v, evs = _results(tmp_path / "runs")
+    assert [(x["rank"], x["node"], x["local_rank"], x["local_size"], x["gpu_slot"]) for x in v["ranks"]] == \
+        [(0, "n1", 0, 2, 0), (1, "n1", 1, 2, 1), (2, "n2", 0, 1, 0)]
+    assert "2 ranks on the 1 core of node n1" in r.stderr and "node n2" not in r.stderr, r.stderr
+    pids = {e["rank"]: e["pid"] for e in evs if e["event"] == "rank_info"}
+    sampled, samplers = {}, {}
+    for e in evs:
+        if e["event"] == "telemetry":
+            ranks = frozenset((p["rank"], p["pid"]) for p in e["sample"]["processes"] if p["role"] == "worker")
+            sampled.setdefault(e["node"], set()).add(ranks)
+            samplers.setdefault(e["node"], set()).add(e["sample"]["sampler"]["pid"])
+    assert sampled == {"n1": {frozenset({(0, pids[0]), (1, pids[1])})}, "n2": {frozenset({(2, pids[2])})}}
+    assert [len(samplers["n1"]), len(samplers["n2"])] == [1, 1], samplers   # one sampler a node
+
+
 def _start_long_run(tmp_path) -> tuple[subprocess.Popen, Path]:
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "simplenet", "--backend", "mpi",
@@ -131,6 +154,37 @@ def test_a_node_taken_down_mid_run_ends_the_run_naming_it(tmp_path):
     v, _ = _results(runs)
     assert v["status"] == "failed" and v["error_kind"] == "lost" and "node n2" in v["error"]
     assert v["stats"]["n"] > 0 and v["mpi"]["nodes"]["n2"]["ranks"] == [1]   # what was measured is kept
+
+
+def test_a_node_whose_slurmd_and_step_daemon_are_killed_ends_the_run_naming_it(tmp_path):
+    """SIGKILL to n2's slurmd and to its step daemon (the rank's parent): srun hears no more
+    of n2's rank and gives up after KillWait + 2 s (12 s here); the run ends naming n2 and
+    its rank, exit code 4, what was measured kept. n2's slurmd is then started again, as an
+    admin would, so that Slurm settles the job at once instead of SlurmdTimeout later."""
+    import psutil
+
+    proc, runs = _start_long_run(tmp_path)
+    try:
+        _, evs = _results_so_far(runs)
+        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
+        step_daemon = psutil.Process(rank1).ppid()
+        slurmd = int((Path(CONF).parent / "slurmd-n2.pid").read_text())
+        assert "slurmstepd" in psutil.Process(step_daemon).name() and psutil.pid_exists(slurmd)
+        os.kill(slurmd, signal.SIGKILL)
+        os.kill(step_daemon, signal.SIGKILL)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+        subprocess.run([str(Path(__file__).resolve().parents[1] / ".ci" / "slurm-node-up"),
+                        str(Path(CONF).parents[1]), "n2"], check=True, env=slurm.slurm_env(CONF))
+    assert proc.returncode == 4, err
+    assert "node n2 failed (its step daemon stopped answering" in err and "its rank 1 ended with it" in err, err
+    assert "Traceback" not in err
+    v, _ = _results(runs)
+    assert v["status"] == "failed" and v["error_kind"] == "lost" and "node n2" in v["error"]
+    assert v["stats"]["n"] > 0 and v["mpi"]["nodes"]["n2"]["ranks"] == [1]
 
 
 def test_a_rank_killed_on_one_node_ends_the_run_naming_it(tmp_path):

@@ -274,6 +274,44 @@ def test_the_node_sampler_samples_its_ranks_and_their_children_never_itself():
     assert last["sampler"]["cpu_seconds"] > 0 and last["sampler"]["dropped"] == 0
 
 
+def test_the_node_sampler_drops_a_rank_that_ended_and_its_open_stat_file():
+    """The ranks' /proc/<pid>/stat stay open between samples (a pread a tick); a rank that
+    ends leaves the samples, and its file is closed, not kept for a pid the kernel may
+    give to another process."""
+    from couplescope.probes.tree import RanksSampler
+
+    def open_stats() -> set[str]:
+        found = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("/proc/") and target.endswith("/stat"):
+                found.add(target)
+        return found
+
+    ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) for _ in range(2)]
+    try:
+        sampler = RanksSampler({p.pid: r for r, p in enumerate(ranks)})
+        first = sampler.sample()
+        assert {p["rank"] for p in first["processes"]} == {0, 1}
+        assert {f"/proc/{p.pid}/stat" for p in ranks} <= open_stats()
+        ranks[1].kill()
+        ranks[1].wait()
+        after = sampler.sample()
+        assert [(p["pid"], p["rank"]) for p in after["processes"] if p["role"] == "worker"] == [(ranks[0].pid, 0)]
+        assert f"/proc/{ranks[1].pid}/stat" not in open_stats()
+        ranks[0].kill()
+        ranks[0].wait()
+        assert sampler.sample() is None and f"/proc/{ranks[0].pid}/stat" not in open_stats()
+    finally:
+        for p in ranks:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_sampler_thread_never_outruns_its_rate_and_measures_its_own_cpu():
     """At 50 Hz: never more samples than the grid has ticks (missed ticks are skipped, not
     bunched), and its own CPU time counted. It runs until it has delivered 40 samples (a

@@ -277,6 +277,7 @@ class RanksSampler(TreeSampler):
         self._cpu_seen: dict[int, tuple[float, float]] = {}   # pid -> (when, CPU seconds)
         self._slow_extra: dict[int, dict] = {}                # pid -> affinity, context switches
         self._slow_now = True
+        self._stat_fds: dict[int, int] = {}                   # pid -> its /proc/<pid>/stat, kept open
 
     def _roots(self) -> list[int]:
         return list(self.ranks)
@@ -295,7 +296,24 @@ class RanksSampler(TreeSampler):
 
     def sample(self) -> dict | None:
         self._slow_now = time.monotonic() >= self._next_slow
-        return super().sample()
+        got = super().sample()
+        for pid in self._stat_fds.keys() - self._known.keys():   # gone: its file goes too
+            os.close(self._stat_fds.pop(pid))
+        return got
+
+    def _stat(self, pid: int) -> bytes | None:
+        """/proc/<pid>/stat, read again through the descriptor opened the first time (a
+        pread instead of an open, a read and a close: half the CPU per rank; and a pid
+        reused by another process is never read for this one: the old descriptor then
+        fails). None when the process has gone."""
+        fd = self._stat_fds.get(pid)
+        if fd is None:
+            fd = self._stat_fds[pid] = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            return os.pread(fd, 4096, 0)
+        except ProcessLookupError:
+            os.close(self._stat_fds.pop(pid))
+            return None
 
     def _read(self, proc, role, rank, name, first: bool):
         """One process's counters from one read of /proc/<pid>/stat (state, CPU time,
@@ -304,12 +322,14 @@ class RanksSampler(TreeSampler):
         (benchmarks/telemetry_overhead.py); the budget is 1% per node. Without /proc:
         psutil's way."""
         try:
-            with open(f"/proc/{proc.pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+            data = self._stat(proc.pid)
         except FileNotFoundError:
             return None
         except OSError:
             return super()._read(proc, role, rank, name, first)
+        if data is None:
+            return None
+        fields = data.rsplit(b")", 1)[1].split()
         if fields[0] in (b"Z", b"X"):
             return None   # exited, not yet reaped
         now = time.monotonic()

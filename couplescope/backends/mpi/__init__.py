@@ -230,9 +230,16 @@ class MpiLauncher(Launcher):
             return None
         reason = slurm.pending_reason(job)
         limit = slurm.pending_seconds()
-        return (f"srun: job {job} is pending{f' ({reason})' if reason else ''}: Slurm cannot start "
-                f"{spec.ranks} tasks now; pass --oversubscribe or fewer --ranks, or free the nodes "
-                f"(squeue); giving up after {limit:.0f} s", limit)
+        on = f" on {spec.nodes} nodes" if spec.nodes else ""
+        if reason == "PartitionConfig":   # more nodes or CPUs than the partition has: freeing none helps
+            what = (f"the partition cannot run {spec.ranks} tasks{on} (sinfo shows its nodes and CPUs); "
+                    f"pass --oversubscribe or fewer --ranks{', or fewer --nodes' if spec.nodes else ''}, "
+                    "or another partition (--launcher-args=--partition=NAME)")
+        else:
+            what = (f"Slurm cannot start {spec.ranks} tasks{on} now; pass --oversubscribe or fewer --ranks, "
+                    "or free the nodes (squeue)")
+        why = f" ({reason})" if reason else ""
+        return f"srun: job {job} is pending{why}: {what}; giving up after {limit:.0f} s", limit
 
     def cleanup(self, spec) -> None:
         if spec.launcher == "srun":

@@ -5,9 +5,13 @@ A rank's node is Slurm's node name (SLURMD_NODENAME) when srun started it, else 
 host name: on a cluster node names and host names usually agree, but several slurmd
 on one machine (a test cluster, a fat node split in two) share one host name, and
 Slurm's name is the one squeue, scontrol and the user's batch script speak. The
-node-local rank comes from MPI itself (the ranks that share memory with this one),
-and so does the device a rank takes: rank r of its node uses cuda:(r mod the GPUs it
-sees), whatever its global rank.
+node-local rank is a rank's place among the job's ranks on the same node, by that
+name, and the device a rank takes comes from it: rank r of its node uses cuda:(r mod
+the GPUs it sees), whatever its global rank. Not from MPI's shared-memory split
+(COMM_TYPE_SHARED): Open MPI 5 under srun's PMIx finds a rank's peers by comparing the
+host name with Slurm's node names, and where they differ (NodeName n1 on host vm) it put
+every rank in a group of its own: two ranks on n1 both said local rank 0, both started
+n1's sampler, and would both have taken GPU 0.
 """
 
 from __future__ import annotations
@@ -29,6 +33,13 @@ def node_cpus() -> tuple[int, str]:
     if text.isdigit() and int(text) > 0:
         return int(text), "SLURM_CPUS_ON_NODE"
     return os.cpu_count() or 1, "os.cpu_count"
+
+
+def local_rank(names: list[str], rank: int) -> tuple[int, int]:
+    """(node-local rank, ranks on the node) of `rank`, from every rank's node name (the
+    ranks' allgather of node_name(), in rank order)."""
+    mine = [r for r, name in enumerate(names) if name == names[rank]]
+    return mine.index(rank), len(mine)
 
 
 def gpu_slot(local_rank: int, visible: int) -> int:

@@ -128,8 +128,8 @@ class RankTeam(Team):
                 message = ("the mpi backend needs at least 2 ranks and this job has 1 "
                            "(start it through couplescope, which runs mpiexec or srun)")
             raise RankFailure([(0, ("usage", message, ""))], 1)
-        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
-        self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
+        # by node name, as the table groups them (couplescope.backends.mpi.nodes says why)
+        self.local_rank, self.local_size = nodes.local_rank(self.comm.allgather(nodes.node_name()), self.rank)
         set_threads(self.spec)  # before run_started, so its environment says what the rank runs
 
     def environment(self) -> dict:
