@@ -46,6 +46,22 @@ def test_no_warning_when_threads_fit(cli):
     assert "torch threads on" not in r.stderr and "bound to" not in r.stderr
 
 
+#: the modules' last call waits (at most 10 minutes) until the test has seen this variant's
+#: timed calls sampled (WAIT_UNTIL_SAMPLED): on a loaded machine the parent's sampler thread
+#: got no turn before 30 calls of 20 ms had ended, and the check never saw a sample
+WAIT_UNTIL_SAMPLED = """
+    import os as _os
+    _calls = [0]
+
+    def _last_call_waits():
+        _calls[0] += 1
+        if _calls[0] == {last}:
+            for _ in range(6000):
+                if _os.path.exists({flag!r}):
+                    break
+                time.sleep(0.1)
+"""
+
 LEAKY = """
     import time
     import numpy as np
@@ -65,6 +81,7 @@ LEAKY = """
         _kept.append(np.ones(1 << 19))   # 4 MiB, written, so resident
         time.sleep(0.03)
         output[...] = 2 * inputs[0]
+        _last_call_waits()
 """
 
 PINNED = """
@@ -85,27 +102,41 @@ PINNED = """
     def compute(inputs, output):
         time.sleep(0.02)
         output[...] = 2 * inputs[0]
+        _last_call_waits()
 """
 
 
 class Diagnostics(Listener):
-    def __init__(self) -> None:
+    """The diagnostics said; with `flags`, a file per variant written once ten of its timed
+    calls have been sampled (what the modules' last call waits for)."""
+
+    def __init__(self, flags=None) -> None:
         self.found: list[dict] = []
+        self.flags = flags
+        self.sampled: dict[str, int] = {}
 
     def on_event(self, ev) -> None:
         if ev["event"] == "diagnostic":
             self.found.append(ev)
+        if self.flags is not None and ev["event"] == "telemetry" \
+                and (ev["sample"].get("iteration") or {}).get("kind") == "timed":
+            n = self.sampled[ev["variant"]] = self.sampled.get(ev["variant"], 0) + 1
+            if n == 10:
+                (self.flags / ev["variant"]).write_text("sampled")
 
 
 @pytest.mark.e2e
 def test_a_leak_and_a_binding_are_named_in_real_runs(tmp_path):
-    (tmp_path / "leaky.py").write_text(textwrap.dedent(LEAKY))
-    (tmp_path / "pinned.py").write_text(textwrap.dedent(PINNED))
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    for name, text, calls in (("leaky", LEAKY, 41), ("pinned", PINNED, 31)):
+        waits = textwrap.dedent(WAIT_UNTIL_SAMPLED).format(last=calls, flag=str(flags / name))
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(text) + waits)
     leaky = RunSpec(model=str(tmp_path / "leaky.py"), backend="bridge", name="leaky",
                     warmup=1, iterations=40, profile_iterations=0)
     pinned = RunSpec(model=str(tmp_path / "pinned.py"), backend="bridge", name="pinned", threads=2,
                      warmup=1, iterations=30, profile_iterations=0)
-    seen = Diagnostics()
+    seen = Diagnostics(flags)
     builder = Session([leaky, pinned], [TelemetryListener(20), seen]).run()
     for name in ("leaky", "pinned"):
         assert builder.variants[name].status == "finished", builder.variants[name].error

@@ -31,6 +31,8 @@ in C++).
 
 from __future__ import annotations
 
+import math
+
 from time import perf_counter
 
 import numpy as np
@@ -146,6 +148,6 @@ class PythonBatchRunner(BatchRunner):
             raw.append((seconds if hosted is None else hosted, clock.reset(), coupling.output_error, extra))
             for flat, snapshot in snaps:
                 snapshot[i] = flat
-            if perf_counter() - begin > BATCH_SECONDS or stop():
-                break
+            if perf_counter() - begin > BATCH_SECONDS or stop() or not math.isfinite(extra.get("loss", 0.0)):
+                break   # (a loss that is not finite ends the training there: the engine fails it)
         return raw, failure

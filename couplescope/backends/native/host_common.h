@@ -222,9 +222,16 @@ py::tuple run_batch(Host& host, int count, double budget, const std::vector<Outp
       std::memcpy(reinterpret_cast<char*>(s.snapshots) + static_cast<size_t>(i) * s.bytes,
                   reinterpret_cast<const void*>(s.host), s.bytes);
     errors.push_back(std::move(error));
-    extras.append(host.after_call());
+    py::object extra = host.after_call();
+    extras.append(extra);
     done = i + 1;
     if (seconds(begin, Clock::now()) > budget) break;
+    // a training step whose loss is not finite ends the batch: the engine fails the variant
+    // at that step, and the steps after it would train on NaN weights for nothing
+    if (py::isinstance<py::dict>(extra)) {
+      py::dict d = extra.cast<py::dict>();
+      if (d.contains("step_loss") && !std::isfinite(d["step_loss"].cast<double>())) break;
+    }
   }
   py::list rows;
   for (int i = 0; i < done; ++i) {
