@@ -16,6 +16,17 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 FAST = ["--warmup", "1", "--iterations", "3", "--profile-iterations", "0", "--telemetry-hz", "0"]
 
 
+def default_signals() -> None:
+    """preexec_fn for a command a test signals: the default handling of SIGINT, SIGTERM and
+    SIGHUP, as a terminal gives it. Started by a test runner that ignores SIGINT (pytest in
+    the background of a shell: a background job's SIGINT is ignored, and its children
+    inherit that), Python would leave Ctrl-C ignored and the command would never see it."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run_cli(*args, cwd=None, timeout=180, env=None, check_no_traceback=True):
     """Run `python -m couplescope ARGS` for real and return the CompletedProcess."""
     full_env = dict(os.environ, NO_COLOR="1")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, default_signals
 
 @pytest.mark.e2e
 def test_passing_run_prints_reference_lines_and_exits_0(cli):
@@ -268,7 +268,7 @@ def test_ctrl_c_keeps_what_was_measured_and_exits_130(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "stride", "--size", "48",
                              "--iterations", "100000", "--profile-iterations", "0", "--telemetry-hz", "0",
                              "--export", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, NO_COLOR="1"))
+                            text=True, env=dict(os.environ, NO_COLOR="1"), preexec_fn=default_signals)
     import psutil
 
     deadline = time.monotonic() + 300   # bounds a failure only: the loop waits for a state

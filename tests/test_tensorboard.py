@@ -23,6 +23,7 @@ import urllib.request
 
 import psutil
 import pytest
+from conftest import default_signals
 
 VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
 PLUGIN = "/data/plugin/pytorch_profiler"
@@ -52,7 +53,8 @@ def port_open(port: int) -> bool:
 def couplescope(*args, tmpdir=None, **kw) -> subprocess.Popen:
     env = dict(os.environ, NO_COLOR="1", **({"TMPDIR": str(tmpdir)} if tmpdir else {}))
     return subprocess.Popen([sys.executable, "-m", "couplescope", *map(str, args)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=default_signals, **kw)
 
 
 @pytest.fixture(scope="module")
