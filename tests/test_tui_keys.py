@@ -95,62 +95,80 @@ async def test_no_number_field_claims_an_app_key():
             assert widget.check_consume_key("1", "1"), field   # and it takes digits
 
 
-async def test_help_w_and_escape_work_after_typing_into_every_field():
+#: the fields are shared out over PARTS tests, so that two test workers share them
+PARTS = 3
+
+
+def every_text_field() -> list[str]:
+    """The form's text fields as its declarations make them (fields.widget_for: an Input for
+    what is no flag and has no choices), where the form offers them; the app's own list is
+    checked against it (text_fields)."""
+    from couplescope.frontends.tui.form import offered
+    from couplescope.protocol.options import OPTIONS
+
+    return [o.name for o in OPTIONS if o.kind is not bool and o.choices is None and o.source is None
+            and offered(o)]
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+async def test_help_w_escape_and_r_work_after_typing_into_every_field(part):
     app = replay_app("two-backends")
     async with app.run_test(size=SIZE) as pilot:
-        for field in text_fields(app):
-            await type_into(pilot, field)
+        assert text_fields(app) == every_text_field()
+        for n, field in enumerate(text_fields(app)[part::PARTS], 1):
+            await type_into(pilot, field, keep=True)
             await pilot.press("question_mark")
             assert isinstance(app.screen, HelpScreen), field
             await pilot.press("escape")
             assert not isinstance(app.screen, HelpScreen), field
             await pilot.press("w")            # the focus is back where it was
             assert app.query_one("#tabs").active == "watch", field
-            if field not in word_fields(app):   # (type_into left those with escape already)
-                await type_into(pilot, field)
+            if field in ONE_OF_EACH_KIND and field not in word_fields(app):   # (words: escape done)
+                await type_into(pilot, field, keep=True)
                 await pilot.press("escape")     # leaves the field for the tab bar
                 assert isinstance(app.focused, Tabs), (field, app.focused)
                 await pilot.press("right")      # where the arrows switch views
                 assert app.query_one("#tabs").active == "watch", field
-
-
-async def test_r_runs_after_typing_into_every_field():
-    app = replay_app("two-backends")
-    async with app.run_test(size=SIZE) as pilot:
-        for n, field in enumerate(text_fields(app), 1):
             await type_into(pilot, field, keep=True)
             await run_replay(pilot)                         # presses r
             assert len(app.runs) == n and app.runs[n].status == "finished", (field, app.notes[-1:])
             assert app.query_one("#tabs").active == "watch", field
 
 
-async def test_every_key_works_after_typing_into_a_field_of_each_kind(tmp_path):
+#: the keys that act on a run (s, e, c) are pressed after a number field and a field that
+#: takes words; every field's claim on them is checked without pressing them
+#: (test_no_number_field_claims_an_app_key)
+RUN_KEY_FIELDS = ("size", "name")
+
+
+@pytest.mark.parametrize("field", ONE_OF_EACH_KIND)
+async def test_every_key_works_after_typing_into_a_field_of_each_kind(tmp_path, field):
     app = replay_app("two-backends")
     app.options.export = str(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        for n, field in enumerate(ONE_OF_EACH_KIND, 1):
-            for key, tab in (("t", "telemetry"), ("h", "history"), ("p", "pick")):
-                await type_into(pilot, field, keep=True)
-                await pilot.press(key)
-                assert app.query_one("#tabs").active == tab, (field, key)
+        for key, tab in (("t", "telemetry"), ("h", "history"), ("p", "pick")):
+            await type_into(pilot, field, keep=True)
+            await pilot.press(key)
+            assert app.query_one("#tabs").active == tab, (field, key)
+        await type_into(pilot, field, keep=True)
+        await pilot.press("s")                              # nothing runs: it says so
+        assert "no run is going" in toasts(app), field
+        app.clear_notifications()
+        if field in RUN_KEY_FIELDS:
             await type_into(pilot, field, keep=True)
             await run_replay(pilot)
             await type_into(pilot, field, keep=True)
-            await pilot.press("s")                          # nothing runs: it says so
-            assert "no run is going" in toasts(app), field
-            app.clear_notifications()
-            await type_into(pilot, field, keep=True)
             await pilot.press("e")                          # exports the latest run
             await pilot.pause()
-            assert app.runs[n].export_path, (field, app.notes[-1:])
+            assert app.runs[1].export_path, (field, app.notes[-1:])
             await type_into(pilot, field, keep=True)
             await pilot.press("c")
             assert isinstance(app.screen, CompareScreen), field
             await pilot.press("escape")
             assert not isinstance(app.screen, CompareScreen), field
-        for screen_key in ("c", "question_mark"):    # a view key from compare or help shows it
-            await pilot.press(screen_key, "h")
-            assert app.screen is app.main and app.query_one("#tabs").active == "history"
+            for screen_key in ("c", "question_mark"):    # a view key from compare or help shows it
+                await pilot.press(screen_key, "h")
+                assert app.screen is app.main and app.query_one("#tabs").active == "history"
 
 
 async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
@@ -164,8 +182,8 @@ async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
 
 @pytest.mark.parametrize("field", ONE_OF_EACH_KIND)
 async def test_q_quits_after_typing_into_a_field(field):
-    """One field of each kind (an app each; every field's claim on q is checked above). A
-    field that takes words: typed, escape, then q."""
+    """One field of each kind (an app each: q ends it; every field's claim on q is checked
+    above, without pressing it). A field that takes words: typed, escape, then q."""
     app = replay_app("two-backends")
     async with app.run_test(size=SIZE) as pilot:
         await type_into(pilot, field)

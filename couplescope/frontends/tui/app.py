@@ -90,6 +90,7 @@ class CoupleScopeApp(App):
         #: (--replay FILE): r plays the recorded run back, whatever the form says
         self.recording = recording
         self.runs: dict[int, RunRecord] = {}
+        self._help: HelpScreen | None = None      # the help screen, made at the first `?`
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows (the latest)
         self.picked_run: RunRecord | None = None  # History's highlighted run (what e exports)
@@ -162,7 +163,10 @@ class CoupleScopeApp(App):
             self.pop_screen()
         else:
             self.clear_notifications()   # a toast would sit over the help box
-            self.push_screen(HelpScreen(VIEWS))
+            # made once and kept: laying out its markdown took a third of a second per `?`
+            if self._help is None:
+                self._help = HelpScreen(VIEWS)
+            self.push_screen(self._help)
 
     def action_run(self) -> None:
         if self.active is not None:

@@ -54,5 +54,8 @@ class HelpScreen(ModalScreen):
         with box:
             yield Markdown(help_text(self.views))
 
-    def on_mount(self) -> None:
-        self.query_one("#help-box").focus()
+    def on_screen_resume(self) -> None:
+        """Each time it is shown (the app keeps it): from the top, the box focused."""
+        box = self.query_one("#help-box")
+        box.scroll_home(animate=False)
+        box.focus()
