@@ -52,24 +52,25 @@ def couplescope(argv: list[str]) -> tuple[dict, float]:
 
 
 class BusyNeighbour:
-    """A busy loop on one core, started `after` seconds from now, stopped `lasting` later."""
+    """Busy loops (one core each), started `after` seconds from now, stopped `lasting` later."""
 
-    def __init__(self, after: float, lasting: float) -> None:
-        self.after, self.lasting, self.proc = after, lasting, None
+    def __init__(self, after: float, lasting: float, cores: int = 1) -> None:
+        self.after, self.lasting, self.cores, self.procs = after, lasting, cores, []
         self.started_at = None
         self._timer = threading.Timer(after, self._start)
         self._timer.start()
 
     def _start(self) -> None:
         self.started_at = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.cores)]
         threading.Timer(self.lasting, self.stop).start()
 
     def stop(self) -> None:
         self._timer.cancel()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def ratio_of(doc: dict, base: str, other: str) -> float | None:
@@ -81,14 +82,14 @@ def ratio_of(doc: dict, base: str, other: str) -> float | None:
     return rows[other]["median"] / rows[base]["median"]
 
 
-def trial(argv: list[str], expected: float, busy: float | None, base: str, other: str) -> dict:
-    neighbour = BusyNeighbour(random.uniform(0, 0.5 * expected), busy) if busy else None
+def trial(argv: list[str], expected: float, busy: float | None, base: str, other: str, cores: int = 1) -> dict:
+    neighbour = BusyNeighbour(random.uniform(0, 0.5 * expected), busy, cores) if busy else None
     doc, seconds = couplescope(argv)
     if neighbour is not None:
         neighbour.stop()
     noise = (doc.get("rounds") or {}).get("noise") or {}
     return {"ratio": ratio_of(doc, base, other), "seconds": seconds, "noise": noise.get("line"),
-            "busy_at": neighbour.after if neighbour else None}
+            "busy_at": neighbour.after if neighbour else None, "doc": doc}
 
 
 def fresh_rounds(k: int, base_argv: list[str], names: dict, seed: int) -> tuple[float | None, float]:
@@ -118,13 +119,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--busy", type=float, default=20.0, help="seconds the busy loop lasts (default 20)")
+    ap.add_argument("--busy-cores", type=int, default=1, help="busy loops at once (default 1)")
     ap.add_argument("--quiet-machine", action="store_true", help="no busy loop")
     ap.add_argument("--preset", help="run this preset instead of the stride 256 command")
     ap.add_argument("--modes", default="rounds,one after the other",
                     help="comma list of: rounds, one after the other, default")
     ap.add_argument("--pairs", default="", help="for --preset: BASE:OTHER[,BASE:OTHER] variant names")
     ap.add_argument("--design", action="store_true",
-                    help="also time fresh processes per round against the kept workers (4 rounds)")
+                    help="time fresh processes per round against the kept workers (4 rounds), "
+                         "instead of the busy-loop trials")
     args = ap.parse_args()
     busy = None if args.quiet_machine else args.busy
     base_argv = ["--preset", args.preset, "--quiet", "--profile-iterations", "0"] if args.preset else COMMAND
@@ -132,29 +135,30 @@ def main() -> int:
     modes = [m.strip() for m in args.modes.split(",")]
     results = {m: [] for m in modes}
     expected = None
-    for n in range(args.trials):
+    for n in range(0 if args.design else args.trials):
         for mode in (modes if n % 2 == 0 else modes[::-1]):
             argv = base_argv + MODES[mode]
             if expected is None:   # the first run tells how long one takes
                 _, expected = couplescope(argv)
-            got = [trial(argv, expected, busy, b, o) for b, o in pairs[:1]][0]
-            if len(pairs) > 1:
-                doc, _ = couplescope(argv)
-                got["others"] = {f"{o}/{b}": ratio_of(doc, b, o) for b, o in pairs[1:]}
+            got = trial(argv, expected, busy, *pairs[0], args.busy_cores)
+            got["others"] = {f"{o}/{b}": ratio_of(got["doc"], b, o) for b, o in pairs[1:]}
             results[mode].append(got)
             extra = "".join(f", {k} {v:.3f}" for k, v in got.get("others", {}).items() if v)
             busy_at = f", busy loop from {got['busy_at']:.1f} s" if got["busy_at"] is not None else ""
             print(f"{mode:>20} trial {n + 1}: {pairs[0][1]}/{pairs[0][0]} {got['ratio']:.3f}{extra} "
                   f"({got['seconds']:.1f} s{busy_at})" + (f"\n{'':>22}noise: {got['noise']}" if got['noise'] else ""),
                   flush=True)
-    print()
     for mode, got in results.items():
-        ratios = [g["ratio"] for g in got if g["ratio"] is not None]
-        if ratios:
-            print(f"{mode:>20}: {', '.join(f'{r:.3f}' for r in ratios)}; range {max(ratios) - min(ratios):.3f}, "
-                  f"median {statistics.median(ratios):.3f}; mean run {statistics.mean(g['seconds'] for g in got):.1f} s")
+        if got:
+            print()
+        for b, o in pairs:
+            ratios = [ratio_of(g["doc"], b, o) for g in got]
+            ratios = [r for r in ratios if r is not None]
+            if ratios:
+                print(f"{mode:>20}: {o}/{b} {', '.join(f'{r:.3f}' for r in ratios)}; range "
+                      f"{max(ratios) - min(ratios):.3f}, median {statistics.median(ratios):.3f}; "
+                      f"mean run {statistics.mean(g['seconds'] for g in got):.1f} s")
     if args.design:
-        print()
         names = {BASE: "torchscript", OTHER: "bridge"}
         for n in range(args.trials):
             seed = random.randrange(2 ** 31)

@@ -14,6 +14,9 @@ from couplescope.probes.tree import NA, others_cpu_percent
 #: at most this many timeline entries per variant in results.json (older ones thinned 2:1)
 TIMELINE_BOUND = 2000
 MIB = 1024 * 1024
+#: a gap between two samples longer than this is a pause (a worker waiting for its next
+#: round), not sampling: the rate counts the time sampled only
+PAUSE_SECONDS = 2.0
 
 
 def is_number(value) -> bool:
@@ -92,6 +95,7 @@ class TelemetryRecord:
         self.bound, self.stride, self.seen = bound, 1, 0
         self.timeline: list[dict] = []
         self.first_t = self.last_t = None
+        self.sampling = 0.0   # seconds between samples, gaps of PAUSE_SECONDS and more left out
         self.stats = {k: _Stat() for k in ("cpu", "cpu_timed", "rss", "threads", "processes", "system",
                                            "others_timed")}
         self.gpus: dict[int, dict] = {}
@@ -143,6 +147,8 @@ class TelemetryRecord:
                 self.stride *= 2
         self.seen += 1
         self.first_t = self.first_t if self.first_t is not None else t
+        if self.last_t is not None and t is not None and 0 <= t - self.last_t <= PAUSE_SECONDS:
+            self.sampling += t - self.last_t   # a run in rounds: the waits between are left out
         self.last_t = t
         tree, s = sample.get("tree", {}), self.stats
         s["cpu"].add(tree.get("cpu_percent"))
@@ -168,7 +174,7 @@ class TelemetryRecord:
         s = self.stats
         duration = (self.last_t - self.first_t) if self.seen > 1 else NA
         out = {"samples": self.seen, "duration_s": round(duration, 3) if duration != NA else NA,
-               "rate_hz": round((self.seen - 1) / duration, 2) if duration not in (NA, 0) else NA,
+               "rate_hz": round((self.seen - 1) / self.sampling, 2) if self.seen > 1 and self.sampling else NA,
                "cpu_percent_mean": s["cpu"].mean(), "cpu_percent_peak": s["cpu"].max(),
                "cpu_percent_mean_timed": s["cpu_timed"].mean(),
                "rss_peak": s["rss"].max(), "threads_peak": s["threads"].max(),

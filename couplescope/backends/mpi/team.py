@@ -207,7 +207,8 @@ class RankTeam(Team):
         if self.node_sampler is not None:
             self.node_sampler.running(kind, index)
         sample = None
-        if not self._sampled and self._arrays is not None:
+        # a training step writes no output (as in FTorch's example 11): nothing to print of it
+        if not self._sampled and self._arrays is not None and self.spec.task != "train":
             self._sampled = True
             sample = small_sample(*self._arrays)
         digest = self.step_digest() if self.step_digest is not None else None
