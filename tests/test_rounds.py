@@ -280,3 +280,49 @@ def test_bad_rounds_are_refused_in_one_line(command, args, words):
     result = command("--model", "simplenet", "--backend", "torchscript,bridge", *args)
     assert result.returncode == 2 and words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+# -- the app -------------------------------------------------------------------------------
+
+async def test_the_app_shows_the_rounds_as_they_come(tmp_path):
+    """A run in rounds played in the real app: the log says it is interleaved, the status
+    line names each variant's round as it starts, the watch view follows each turn with the
+    variant's calls so far, and the end gives what the ratios cannot rank."""
+    import os
+    import sys
+
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_tui_replay import SIZE, run_replay
+
+    outcome, _ = run([A, B], export=str(tmp_path), rounds=4, order_seed=3)
+    app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording.read(outcome.run_directory))
+    statuses, shown = [], []
+    real_status = app.set_status
+
+    def status(text):
+        statuses.append(text)
+        real_status(text)
+    app.set_status = status
+    async with app.run_test(size=SIZE) as pilot:
+        watch = app.query_one("#watch")
+        real_resume = watch._resume
+
+        def resume(record, name):
+            real_resume(record, name)
+            variant = record.builder.variants.get(name)
+            if variant is not None and variant.iterations:   # its second round on
+                shown.append((name, len(variant.iterations), watch._progress, watch.query_one("#plot").variant))
+        watch._resume = resume
+        await run_replay(pilot)
+        record = app.runs[1]
+        assert record.status == "finished" and record.builder.rounds["orders"] == outcome.builder.rounds["orders"]
+        assert any(n.startswith("interleaved: 4 rounds") for n in app.notes)
+        rounds_seen = [s.split(": ", 1)[1] for s in statuses if ": round " in s]
+        planned = rounds.plan([A, B], 4, seed=3).orders
+        assert rounds_seen == [f"round {r}/4: {name}" for r, order in enumerate(planned, 1) for name in order]
+        # from its second round on, a variant's turn starts with its calls so far drawn back
+        assert len(shown) == 6
+        assert all(progress == calls and plotted == name for name, calls, progress, plotted in shown)
+        assert any("cannot be ranked" in n for n in app.notes)
