@@ -3,6 +3,7 @@
 import pytest
 
 from couplescope import backends
+from couplescope.backends import native
 from couplescope.core import presets
 from couplescope.protocol.errors import UsageError
 from couplescope.core.validation import validate
@@ -20,6 +21,12 @@ def test_every_bundled_preset_builds_specs(name):
     for spec in specs:
         if spec.device.startswith("cuda") or spec.backend == "cudagraph":
             continue  # validated where CUDA exists; refusal tested in test_gpu
+        if spec.host == "native" and native.unavailable():
+            # a preset that asks for the native host (simplenet-train: FTorch's side) on a
+            # machine without a C++ compiler: refused for that, saying so
+            with pytest.raises(UsageError, match="--host native is unavailable"):
+                validate(spec)
+            continue
         if backends.unavailable(spec.backend, spec):
             # not installable here (no C++ compiler for aoti, no mpi4py): every other check
             # comes first, so the spec is refused for that and only that
