@@ -323,6 +323,50 @@ async def test_the_app_shows_the_rounds_as_they_come(tmp_path):
         planned = rounds.plan([A, B], 4, seed=3).orders
         assert rounds_seen == [f"round {r}/4: {name}" for r, order in enumerate(planned, 1) for name in order]
         # from its second round on, a variant's turn starts with its calls so far drawn back
-        assert len(shown) == 6
+        # (6 turns), and so do its profiled calls after the last round (one per variant)
+        assert len(shown) == 6 + 2
         assert all(progress == calls and plotted == name for name, calls, progress, plotted in shown)
         assert any("cannot be ranked" in n for n in app.notes)
+
+
+async def test_the_watch_view_shows_only_the_followed_variants_calls(tmp_path):
+    """Whatever arrives, the plot and the table hold the calls of one variant, the one the
+    status names: at a variant's first round (its worker still starting, no call yet) they
+    are emptied under its name, not left with the previous variant's calls; after the last
+    round, when each variant makes its profiled calls with no round_started before them,
+    the view follows each in turn instead of adding them to another variant's."""
+    import os
+    import sys
+
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_tui_replay import SIZE, run_replay
+
+    outcome, _ = run([A, B], export=str(tmp_path), rounds=4, order_seed=3)
+    app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording.read(outcome.run_directory))
+    wrong, checked = [], []
+    async with app.run_test(size=SIZE) as pilot:
+        watch = app.query_one("#watch")
+        real_follow = watch.follow
+
+        def follow(record, evs):
+            real_follow(record, evs)
+            if evs[0]["event"] not in ("round_started", "iteration"):
+                return
+            plot, table = watch.query_one("#plot"), watch.query_one("#iteration-table")
+            variant = record.builder.variants.get(record.current)
+            calls = len(variant.iterations) if variant is not None else 0
+            shown = (plot.variant, len(plot.points), len(table.checks) + len(table._pending))
+            checked.append(evs[0]["event"])
+            if shown != (record.current, calls, calls):
+                wrong.append((evs[0]["event"], record.current, calls, shown))
+        watch.follow = follow
+        await run_replay(pilot)
+        assert app.runs[1].status == "finished"
+        assert checked.count("round_started") == 8 and "iteration" in checked
+        assert wrong == []
+        # the last variant to finish is the one shown, with its own calls only
+        last = outcome.builder.last_ended
+        assert "[b]" not in last and last in str(app.query_one("#stats").render())
+        assert list(app.query_one("#iteration-table").checks) == ["PASSED"] * (1 + 12 + 1)

@@ -50,8 +50,8 @@ class RunRecord:
         self.events.extend(events)
         for ev in events:
             self.builder.on_event(ev)
-            if ev["event"] in ("run_started", "round_started"):   # rounds: each variant in turn
-                self.current = ev["variant"]
+            if ev["event"] in ("run_started", "round_started", "iteration"):   # rounds: each variant in turn
+                self.current = ev["variant"]   # (after the last round, each one's profiled calls)
 
     def export(self, parent: str) -> str:
         """Copy the run's directory to a new one under `parent` (named by the run's start

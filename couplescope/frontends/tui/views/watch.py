@@ -50,9 +50,11 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
         self._progress = 0          # calls of the current variant so far
         self._dirty = False         # statistics and progress to redraw
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
+        self._following: str | None = None   # the variant whose calls the plot and table show
         self.query_one(StatsPanel).show(None, None)
 
     def run_started(self, record) -> None:
+        self._following = None
         self.query_one(TimePlot).reset("")
         self.query_one(IterationsTable).clear_rows()
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
@@ -64,6 +66,13 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
             return
         kind = events[0]["event"]
         if kind == "iteration":
+            name = events[-1].get("variant")
+            if self._following is not None and name and name != self._following:
+                # another variant's calls with no round_started before them (a run in
+                # rounds' finish: each variant's profiled calls after the last round): the
+                # view follows it, these calls drawn with its others, never under another name
+                self._resume(record, name)
+                return
             self.query_one(TimePlot).add(events)
             self.query_one(IterationsTable).add_iterations(events)
             self._progress += len(events)
@@ -75,6 +84,7 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
             name = events[0]["variant"]
             training = (events[0].get("spec") or {}).get("task") == "train"   # steps show their loss
             self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
+            self._following = name
             self.query_one(TimePlot).reset(name)
             self.query_one(IterationsTable).add_variant(name)
             self._progress = 0
@@ -88,16 +98,19 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
 
     def _resume(self, record, name: str) -> None:
         """A variant measures its next round: the view follows it again, its calls so far
-        drawn back in (its first round starts with run_started, which does the same)."""
+        drawn back in. Its first round has no calls yet (its worker is starting, which takes
+        a second or two): the view is emptied under its name at once, not left showing the
+        previous variant's calls under this one's name; run_started follows."""
         variant = record.builder.variants.get(name)
-        if variant is None or not variant.iterations:
-            return
+        calls = variant.iterations if variant is not None else []
+        self._following = name
         self.query_one(TimePlot).reset(name)
         self.query_one(IterationsTable).add_variant(name)
-        self.query_one(TimePlot).add(variant.iterations)
-        self.query_one(IterationsTable).add_iterations(variant.iterations)
-        self._progress = len(variant.iterations)
-        self.query_one(ProgressBar).update(total=record.expected(name), progress=self._progress)
+        if calls:
+            self.query_one(TimePlot).add(calls)
+            self.query_one(IterationsTable).add_iterations(calls)
+        self._progress = len(calls)
+        self.query_one(ProgressBar).update(total=record.expected(name) or 1, progress=self._progress)
         self._dirty = True
 
     def run_ended(self, record) -> None:
