@@ -137,6 +137,28 @@ def test_the_ratio_pairs_each_round_with_the_baselines_same_round():
     assert "1.20x ±0%" in out and "base" in out
 
 
+def test_a_sweep_in_rounds_pairs_each_size_with_a_baseline_of_that_size():
+    """a and b at sizes 16 and 32, the larger size ten times slower: each ratio is to a
+    variant of its own size (b 1.2x a at 16, 1.5x at 32), never the whole sweep's fastest
+    (a ratio of 12 or 15), and the table's ratio is the paired one, not the medians' ratio
+    with the interval of another pair beside it. A named baseline stands for its series."""
+    a16, b16 = A.replace(size=16, iterations=6, name="a16"), B.replace(size=16, iterations=6, name="b16")
+    a32, b32 = a16.replace(size=32, name="a32"), b16.replace(size=32, name="b32")
+    script = _times({"a16": [1e-3, 2e-3], "b16": [1.2e-3, 2.4e-3], "a32": [1e-2, 2e-2], "b32": [1.5e-2, 3e-2]})
+    outcome, out = run([a16, b16, a32, b32], script, rounds=2)
+    row = {r["name"]: r for r in outcome.builder.comparison()}
+    assert {n: r["baseline"] for n, r in row.items()} == {"a16": "a16", "b16": "a16", "a32": "a32", "b32": "a32"}
+    assert row["b16"]["ratio"] == pytest.approx(1.2) and row["b32"]["ratio"] == pytest.approx(1.5)
+    assert row["b32"]["ratio_spread"] == pytest.approx([1.5, 1.5])
+    assert "1.20x ±0%" in out and "1.50x ±0%" in out and "1.50–1.50" in out
+    assert "vs base: the ratio to the variant marked base at the same size" in out
+    assert "vs fastest" not in out
+    named, out = run([a16, b16, a32, b32], script, rounds=2, baseline="b16")
+    row = {r["name"]: r for r in named.builder.comparison()}
+    assert row["a32"]["baseline"] == "b32" and row["a32"]["ratio"] == pytest.approx(1 / 1.5)
+    assert row["a16"]["baseline"] == "b16" and row["a16"]["ratio"] == pytest.approx(1 / 1.2)
+
+
 def test_paired_ratio_is_the_median_of_the_round_ratios_with_an_interval_around_it():
     base = {1: [1.0, 1.1, 0.9], 2: [2.0, 2.2, 1.8], 3: [1.0, 1.0, 1.0], 4: [3.0, 3.1, 2.9]}
     other = {r: [v * f for v in vs] for (r, vs), f in zip(base.items(), (1.5, 1.4, 1.5, 5.0))}

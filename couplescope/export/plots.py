@@ -210,10 +210,11 @@ def _round_lines(documents: list[dict], items: list[Entry]) -> tuple[list[dict],
     if len(documents) != 1 or not documents[0].get("rounds"):
         return [], ""
     colors = {e.variant["name"]: e for e in items}
-    lines, baseline = [], ""
+    lines, bases = [], []
     for row in documents[0].get("comparison") or []:
         per_round = row.get("ratio_per_round")
-        baseline = row.get("baseline") or baseline
+        if row.get("baseline") and row["baseline"] not in bases:
+            bases.append(row["baseline"])
         if not per_round or row["name"] not in colors:
             continue
         rounds = sorted(int(r) for r in per_round)
@@ -221,7 +222,8 @@ def _round_lines(documents: list[dict], items: list[Entry]) -> tuple[list[dict],
         lines.append({"label": e.label, "color": e.color, "rounds": rounds,
                       "ratios": [per_round[str(r)] for r in rounds], "ratio": row.get("ratio"),
                       "low": row.get("ratio_low"), "high": row.get("ratio_high")})
-    return lines, baseline
+    # a sweep in rounds pairs each size with its own baseline
+    return lines, (bases[0] if len(bases) == 1 else "the baseline at each size" if bases else "")
 
 
 def _loss_lines(items: list[Entry]) -> list[dict]:

@@ -365,12 +365,41 @@ class ResultsBuilder:
         return rows
 
     def _paired(self, rows: list[dict]) -> None:
-        """A run in rounds: each row's ratio to the baseline (the one named, else the fastest)
-        from same-round pairs, with its interval and spread (couplescope.results.paired)."""
+        """A run in rounds: each row's ratio to the baseline (the one named, else the fastest;
+        in a sweep, at the row's own size) from same-round pairs, with its interval and
+        spread (couplescope.results.paired)."""
         from couplescope.results import paired
 
+        for group in self._size_groups(rows):
+            self._paired_group(group, paired)
+
+    def _size_groups(self, rows: list[dict]) -> list[list[dict]]:
+        """The rows by size: a sweep in rounds pairs each variant with a baseline of its own
+        size (a ratio to a variant at another size mixes the model's cost with the
+        coupling's, and the table ranks each size on its own)."""
+        from couplescope.results.labels import size_of
+
+        groups: dict = {}
+        for r in rows:
+            v = self.variants[r["name"]]
+            groups.setdefault(size_of({"spec": v.spec, "model": v.model}), []).append(r)
+        return list(groups.values())
+
+    def _baseline_of(self, group: list[dict]) -> dict:
+        """The group's baseline: the one --baseline names, else (a sweep) the variant of the
+        named one's series at this size, else the fastest."""
+        from couplescope.results import sweeps
+
         named = self.rounds.get("baseline")
-        base = next((r for r in rows if r["name"] == named), None) or min(rows, key=lambda r: r["median"])
+        base = next((r for r in group if r["name"] == named), None)
+        if base is None and named in self.variants:
+            v = self.variants[named]
+            key = sweeps.series_key({"spec": v.spec})
+            base = next((r for r in group if sweeps.series_key({"spec": self.variants[r["name"]].spec}) == key), None)
+        return base or min(group, key=lambda r: r["median"])
+
+    def _paired_group(self, rows: list[dict], paired) -> None:
+        base = self._baseline_of(rows)
         base_rounds = paired.by_round(self.variants[base["name"]].steps)
         for r in rows:
             r["baseline"] = base["name"]

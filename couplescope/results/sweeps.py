@@ -78,12 +78,14 @@ def band(times: list[float]) -> tuple[float, float, float]:
 
 def rows_by_size(rows: list[dict], sizes: dict[str, int | None]) -> list[tuple[int | None, list[dict]]]:
     """Comparison rows grouped by size (ascending, in first-seen order within a size),
-    with `ratio` taken to the fastest median of the same size."""
+    with `ratio` taken to the fastest median of the same size; a run in rounds keeps its
+    rows' own ratios, paired with a baseline of their size (ResultsBuilder.comparison)."""
     groups: dict[int | None, list[dict]] = {}
     for r in rows:
         groups.setdefault(sizes.get(r["name"]), []).append(r)
     out = []
     for size in sorted(groups, key=lambda s: (s is None, s or 0)):
         fastest = min(r["median"] for r in groups[size])
-        out.append((size, [{**r, "ratio": r["median"] / fastest if fastest else None} for r in groups[size]]))
+        out.append((size, [r if "baseline" in r else {**r, "ratio": r["median"] / fastest if fastest else None}
+                           for r in groups[size]]))
     return out

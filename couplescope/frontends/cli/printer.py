@@ -469,10 +469,11 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
     for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
         text = text.replace(word, paint(word, color))
     what = ("a training step's median, its forward and backward" if training
-            else "overhead = call minus forward") + ("; vs fastest at the same size" if sweep else "")
+            else "overhead = call minus forward") + ("; vs fastest at the same size" if sweep and not rounds else "")
     if rounds:
-        base = next(r["baseline"] for r in rows if "baseline" in r)
-        text += (f"\nvs base: the ratio to {base} from same-round pairs, ± its 95% interval; "
+        bases = list(dict.fromkeys(r["baseline"] for r in rows if "baseline" in r))
+        to = bases[0] if len(bases) == 1 else "the variant marked base at the same size"
+        text += (f"\nvs base: the ratio to {to} from same-round pairs, ± its 95% interval; "
                  "by round: the lowest and highest round's ratio")
     return f"comparison ({what}):\n" + text
 
