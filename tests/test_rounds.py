@@ -72,6 +72,18 @@ def test_the_baseline_must_name_a_variant():
         rounds.check_baseline("nope", [A, B])
 
 
+def test_a_baseline_is_refused_for_a_comparison_in_one_round_not_ignored():
+    """With --rounds 1 (or too few calls for rounds) the table ranks against the fastest:
+    a --baseline there was dropped without a word."""
+    with pytest.raises(UsageError, match=r"--baseline b needs a run in rounds .* \(--rounds 1\), .* "
+                                         r"give --rounds 2 or more, or leave out --baseline"):
+        rounds.check_baseline("b", [A, B], rounds=1, asked=1)
+    with pytest.raises(UsageError, match=r"\(5 iterations give fewer than 3 calls a round\)"):
+        rounds.check_baseline("b", [A.replace(iterations=5), B.replace(iterations=5)], rounds=1)
+    rounds.check_baseline("b", [A, B], rounds=4)          # in rounds: fine
+    rounds.check_baseline("a", [A], rounds=1, asked=1)    # one variant: nothing to rank
+
+
 # -- a run in rounds -----------------------------------------------------------------------
 
 def test_a_run_in_rounds_records_its_order_and_each_calls_round(tmp_path):
@@ -297,6 +309,7 @@ def test_compare_of_two_runs_in_rounds_resamples_whole_rounds():
     (["--rounds", "20", "--iterations", "10"], "--rounds 20: every round measures at least one timed iteration"),
     (["--rounds", "0"], "--rounds must be at least 1 (got 0)"),
     (["--baseline", "nope"], "--baseline nope is not a variant of this run; its variants: "),
+    (["--baseline", "simplenet-torchscript", "--rounds", "1"], "--baseline simplenet-torchscript needs a run in rounds"),
 ])
 def test_bad_rounds_are_refused_in_one_line(command, args, words):
     result = command("--model", "simplenet", "--backend", "torchscript,bridge", *args)

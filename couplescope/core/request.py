@@ -165,8 +165,9 @@ def paced(settings: dict, specs) -> dict:
     interleaved for a comparison) and the baseline checked against the variants' names."""
     from couplescope.core import rounds
 
-    rounds.check_baseline(settings.get("baseline"), specs)
-    return {**settings, "rounds": rounds.resolve(settings.get("rounds"), specs)}
+    resolved = rounds.resolve(settings.get("rounds"), specs)
+    rounds.check_baseline(settings.get("baseline"), specs, resolved, settings.get("rounds"))
+    return {**settings, "rounds": resolved}
 
 
 def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:

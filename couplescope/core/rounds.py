@@ -92,11 +92,20 @@ def plan(specs, rounds: int | None, seed: int | None = None, baseline: str | Non
                      baseline=baseline)
 
 
-def check_baseline(baseline: str | None, specs) -> None:
-    """--baseline must name a variant of the run (its name as the table shows it)."""
+def check_baseline(baseline: str | None, specs, rounds: int | None = None, asked: int | None = None) -> None:
+    """--baseline must name a variant of the run (its name as the table shows it), and a
+    comparison must be in rounds (`rounds`, as resolve decided it; `asked`, the user's):
+    the baseline is what same-round pairs are taken against, and a run in one round ranks
+    its variants against the fastest, so a baseline there would be silently ignored."""
     if baseline is None:
         return
     names = [s.label for s in specs]
     if baseline not in names:
         raise UsageError(f"--baseline {baseline} is not a variant of this run; its variants: "
                          f"{', '.join(names)}")
+    if rounds == 1 and len(specs) > 1:
+        fewest = min(s.iterations for s in specs)
+        why = "--rounds 1" if asked == 1 else f"{fewest} iterations give fewer than {MIN_SHARE} calls a round"
+        raise UsageError(f"--baseline {baseline} needs a run in rounds (its ratios come from same-round "
+                         f"pairs), and this one is in one round ({why}), which ranks against the fastest: "
+                         "give --rounds 2 or more, or leave out --baseline")

@@ -295,8 +295,8 @@ OPTIONS: tuple[Option, ...] = (
            "machine's drift lands on every variant alike and ratios come from same-round pairs; "
            "1 runs each variant to its end in turn", _HOW, scope=RUN, low=1, metavar="K",
            default_text=f"{DEFAULT_ROUNDS} for a comparison (fewer under 15 calls), else 1"),
-    Option("baseline", str, None, "the variant every ratio is taken against (its name as the "
-           "table shows it)", _HOW, scope=RUN, metavar="NAME", default_text="the fastest"),
+    Option("baseline", str, None, "the variant every ratio of a run in rounds is taken against "
+           "(its name as the table shows it; refused in one round)", _HOW, scope=RUN, metavar="NAME", default_text="the fastest"),
     Option("order_seed", int, None, "seed of the rounds' shuffled order (to repeat a run's order)",
            _HOW, scope=RUN, low=0, metavar="N", label="order seed",
            default_text="a random one, recorded in results.json"),
