@@ -231,13 +231,16 @@ def _sample(others: float, tree: float = 100.0) -> dict:
             "system": {"cpu_percent": [total / 2, total / 2]}, "processes": [], "gpu": "n/a"}
 
 
-def _loaded(busy_rounds: dict):
-    """A script adding a telemetry sample to each round of each variant: other processes
-    at 90% of a core in the (variant, round)s of `busy_rounds`, 3% elsewhere."""
+def _loaded(busy_rounds: dict, sampled=None):
+    """A script adding a telemetry sample to each round of each variant (only to the
+    rounds in `sampled`, when given): other processes at 90% of a core in the (variant,
+    round)s of `busy_rounds`, 3% elsewhere."""
     def script(spec, played):
         out, number = [], 1
         for ev in played:
-            if ev.event == "round_finished":
+            if ev.event == "round_finished" and sampled is not None and number not in sampled:
+                number += 1
+            elif ev.event == "round_finished":
                 others = 90.0 if number in busy_rounds.get(spec.label, ()) else 3.0
                 out.append(events.make("telemetry", spec.label, sample=_sample(others)))
                 number += 1
@@ -257,6 +260,24 @@ def test_the_noise_verdict_names_the_disturbed_rounds_and_is_silent_when_quiet()
     assert quiet.document()["rounds"]["noise"]["line"] is None and "noise:" not in out
     a = next(v for v in outcome.document()["variants"] if v["name"] == "a")
     assert {r["round"]: r["others_cpu_percent"] for r in a["rounds"]} == {1: 3.0, 2: 90.0, 3: 90.0, 4: 3.0}
+
+
+def test_the_noise_verdict_says_which_rounds_no_sample_fell_in_instead_of_calling_them_quiet():
+    """Rounds shorter than the sampling interval (microsecond calls) get no telemetry
+    sample: the verdict named the one sampled round as the disturbed one and said nothing
+    of the others, which read as a quiet machine in them."""
+    outcome, out = run([A, B], _loaded({"a": (2,), "b": (2,)}, sampled={2}), rounds=4)
+    found = outcome.document()["rounds"]["noise"]
+    assert found["unsampled"] == [{"variant": "a", "rounds": [1, 3, 4]}, {"variant": "b", "rounds": [1, 3, 4]}]
+    assert ("no telemetry sample fell in 6 of the variants' 8 rounds (rounds shorter than the sampling "
+            "interval): other processes' load during them is unknown") in found["line"]
+    assert found["line"].startswith("other processes used 0.9 of a core during round 2 of a")
+    quiet, out = run([A, B], _loaded({}, sampled={1, 2, 3}), rounds=4)
+    assert "no telemetry sample fell in 2 of the variants' 8 rounds" in quiet.document()["rounds"]["noise"]["line"]
+    assert "noise: no telemetry sample fell in 2" in out
+    # telemetry off (no sample at all): nothing was measured, nothing is claimed
+    off, out = run([A, B], rounds=4)
+    assert off.document()["rounds"]["noise"]["unsampled"] == [] and "noise:" not in out
 
 
 def test_a_run_whose_interval_holds_one_says_it_cannot_rank():

@@ -7,7 +7,8 @@ What it looks at:
   rounds (the whole machine less the measured worker's tree and couplescope's parent:
   couplescope.probes.tree.others_cpu_percent). A variant-round where they used at least
   DISTURBED_PERCENT of a core on average is disturbed. Not the worker's own CPU share: a
-  worker that sleeps in its calls uses little CPU on a quiet machine;
+  worker that sleeps in its calls uses little CPU on a quiet machine. A round that no
+  sample fell in (shorter than the sampling interval) is counted as unknown, not quiet;
 - rounds whose median stands out from the variant's other rounds (SLOW_ROUND in
   results.json; in the line, STANDS_OUT and twice the variant's own relative IQR);
 - the CPU frequency governor, where the OS shows it (a governor other than performance
@@ -62,6 +63,17 @@ def disturbed(variant) -> dict | None:
             "others_cpu_percent": round(sum(loads[r] for r in hit) / len(hit), 1)}
 
 
+def unsampled(variant) -> dict | None:
+    """The rounds of `variant` that made timed calls but got no telemetry sample while they
+    ran (a round shorter than the sampling interval: microsecond calls, or a few calls a
+    round), when the variant was sampled at all: their load is unknown, and a verdict
+    silent about them would read as a quiet machine."""
+    if getattr(variant, "telemetry", None) is None:   # telemetry off: nothing was claimed
+        return None
+    missing = [s["round"] for s in variant.round_summaries() if s["n"] and s["others_cpu_percent"] is None]
+    return {"variant": variant.name, "rounds": missing} if missing else None
+
+
 def standing_out(variant) -> list[dict]:
     """Rounds whose median is SLOW_ROUND or more from the median of the variant's round medians."""
     # a round's median of one or two calls says nothing of the round
@@ -77,6 +89,7 @@ def verdict(builder, comparison: list[dict]) -> dict:
     """results.json's rounds.noise: what was found, the line (None on a quiet machine) and
     the pairs this run cannot rank."""
     hits = [d for d in (disturbed(v) for v in builder.variants.values()) if d]
+    blind = [u for u in (unsampled(v) for v in builder.variants.values()) if u]
     slow = [s for v in builder.variants.values() for s in standing_out(v)]
     env = builder.environment or {}
     governor = env.get("cpu_governor")
@@ -86,6 +99,12 @@ def verdict(builder, comparison: list[dict]) -> dict:
         parts.append("other processes used " + ", ".join(
             f"{cores_text(d['others_cpu_percent'])} during {rounds_text(d['rounds'])} of {d['variant']}"
             for d in hits))
+    if blind:
+        missing = sum(len(u["rounds"]) for u in blind)
+        total = sum(1 for v in builder.variants.values() for r in v.round_summaries() if r["n"])
+        parts.append(f"no telemetry sample fell in {missing} of the variants' {total} rounds (rounds "
+                     "shorter than the sampling interval): other processes' load during "
+                     f"{'them' if missing > 1 else 'it'} is unknown")
     spread = {}
     for v in builder.variants.values():
         st = v.stats()
@@ -112,6 +131,6 @@ def verdict(builder, comparison: list[dict]) -> dict:
         if r.get("ratio_low") is not None and not paired.resolves(r):
             unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: the ratio's 95% interval "
                             f"({r['ratio_low']:.3f}–{r['ratio_high']:.3f}) holds 1")
-    return {"line": line, "disturbed": hits, "standing_out": slow,
+    return {"line": line, "disturbed": hits, "unsampled": blind, "standing_out": slow,
             "governor": governor, "unranked": unranked,
             "disturbed_percent": DISTURBED_PERCENT}
