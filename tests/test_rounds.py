@@ -219,6 +219,32 @@ def test_a_variant_that_fails_in_round_2_ends_there_keeping_rounds_1_and_2(tmp_p
     assert [r["round"] for r in next(v for v in on_disk["variants"] if v["name"] == "b")["rounds"]] == [1, 2]
 
 
+def _stopped_in_round_1(spec, played):
+    """b makes one call of round 1, then is stopped (as Ctrl-C reports it)."""
+    if spec.label != "b":
+        return played
+    out = []
+    for ev in played:
+        if ev.event == "iterations" and ev.kind == "timed":
+            cols = {k: ev[k][:1] if isinstance(ev[k], list) else ev[k] for k in ev if k not in ("event", "t", "variant")}
+            return out + [events.make("iterations", "b", **cols),
+                          events.make("variant_failed", "b", reason="interrupted", kind="interrupted", traceback="")]
+        out.append(ev)
+    return out
+
+
+def test_a_variant_with_one_round_in_common_is_shown_unpaired_and_stopped():
+    """A variant stopped in its first round shares one round with the base: its ratio is
+    the two medians', and the table says so instead of putting it under "from same-round
+    pairs" as if it were one; its block says it stopped, not "finished"."""
+    outcome, out = run([A, B], _stopped_in_round_1, rounds=4, baseline="a")
+    row = {r["name"]: r for r in outcome.builder.comparison()}
+    assert row["b"]["ratio_low"] is None and row["b"]["ratio"] is not None
+    assert f"{row['b']['ratio']:.2f}x unpaired" in out
+    assert "unpaired: fewer than two rounds in common with the base" in out
+    assert "-- b: stopped --" in out and "-- b: finished --" not in out and "-- a: finished --" in out
+
+
 # -- the noise verdict -----------------------------------------------------------------------
 
 def _sample(others: float, tree: float = 100.0) -> dict:

@@ -325,7 +325,8 @@ class HeadlessPrinter(Listener):
     def variant_done(self, builder) -> None:
         name = builder.last_ended or list(builder.variants)[-1]
         if name in self._round:   # a run in rounds: the variant's block follows its last calls
-            self.print(f"-- {name}: finished --")
+            status = builder.variants[name].status
+            self.print(f"-- {name}: {ENDED.get(status, 'finished')} --")
         steps = self._steps.pop(name, None)
         for kind, index, step in steps.rest() if steps is not None else ():   # a job that ended early
             self._step_line(name, kind, index, step, steps.ranks)
@@ -383,6 +384,11 @@ class HeadlessPrinter(Listener):
 
     def close(self) -> None:
         self.progress.close()
+
+
+#: how a run in rounds' variant block begins, by how the variant ended (a stopped one said
+#: "finished" right under "interrupted; what was measured is kept")
+ENDED = {"interrupted": "stopped", "failed": "ended early"}
 
 
 def compiles_on_load(spec) -> bool:
@@ -475,6 +481,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         to = bases[0] if len(bases) == 1 else "the variant marked base at the same size"
         text += (f"\nvs base: the ratio to {to} from same-round pairs, ± its 95% interval; "
                  "by round: the lowest and highest round's ratio")
+        if any(unpaired(r) for r in rows):
+            text += ("; unpaired: fewer than two rounds in common with the base (a variant "
+                     "stopped or broke), the ratio of the two medians, with no interval")
     return f"comparison ({what}):\n" + text
 
 
@@ -484,8 +493,17 @@ def paired_ratio_cell(row: dict) -> str:
         return "base"
     from couplescope.results.paired import half_width
 
+    if unpaired(row):
+        return fmt.ratio(row["ratio"]) + " unpaired"
     width = half_width(row)
     return fmt.ratio(row["ratio"]) + (f" ±{width:.0%}" if width is not None else "")
+
+
+def unpaired(row: dict) -> bool:
+    """A row of a run in rounds whose ratio is not from same-round pairs: it shares fewer
+    than two rounds with its baseline (ResultsBuilder's fallback: the medians' ratio)."""
+    return ("baseline" in row and row["baseline"] != row["name"] and row.get("ratio") is not None
+            and row.get("ratio_low") is None)
 
 
 def spread_cell(row: dict) -> str:
