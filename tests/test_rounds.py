@@ -345,9 +345,15 @@ def test_compare_judges_the_load_by_other_processes_not_the_workers_own_share():
 
 
 def test_compare_of_two_runs_in_rounds_resamples_whole_rounds():
+    from couplescope.frontends.cli.saved_runs import report
+
     doc = regression.compare(_doc(1.0, 5.0, by_round=True), _doc(1.0, 5.0, by_round=True))
     assert doc["variants"][0]["by_rounds"] is True and doc["exit_code"] == 0
-    assert regression.compare(_doc(1.0, 5.0), _doc(1.0, 5.0))["variants"][0]["by_rounds"] is False
+    # and its header says so (it said "block bootstrap" whatever was resampled)
+    assert "(ratio of medians, bootstrap of whole rounds) lies above 1.05" in report(doc, {})
+    plain = regression.compare(_doc(1.0, 5.0), _doc(1.0, 5.0))
+    assert plain["variants"][0]["by_rounds"] is False
+    assert "(ratio of medians, block bootstrap) lies above" in report(plain, {})
 
 
 # -- the command line ----------------------------------------------------------------------

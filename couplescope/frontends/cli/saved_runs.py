@@ -93,12 +93,23 @@ def _ratio(value) -> str:
     return "n/a" if value is None else f"{value:.3f}x"
 
 
+def _resampled(document: dict) -> str:
+    """How the interval was drawn: blocks of calls, or whole rounds when both runs were
+    measured in rounds (regression.ratio_interval)."""
+    by_rounds = {r.get("by_rounds") for r in document["variants"] if r.get("ratio") is not None}
+    if by_rounds == {True}:
+        return "bootstrap of whole rounds"
+    if True in by_rounds:
+        return "bootstrap of whole rounds where both runs are in rounds, else of blocks of calls"
+    return "block bootstrap"
+
+
 def report(document: dict, sizes: dict) -> str:
     """The comparison as text: one row per variant, grouped by size for a sweep."""
     pct = f"{document['threshold'] * 100:g}%"
     conf = f"{document['confidence'] * 100:g}%"
     lines = [f"base: {_run_line(document['base'])}", f"new:  {_run_line(document['new'])}",
-             f"slower = the {conf} interval of new/base (ratio of medians, block bootstrap) lies above "
+             f"slower = the {conf} interval of new/base (ratio of medians, {_resampled(document)}) lies above "
              f"{1 + document['threshold']:.3g}", ""]
     headers = ["variant", "base median", "new median", "new/base", f"{conf} interval", "verdict"]
     rows = document["variants"]
