@@ -59,6 +59,9 @@ def test_timed_calls_still_warming_up_suggest_more_warmup():
     assert "(TorchScript optimises over its first calls)" in scripted
     steady = [0.1, 0.11, 0.1, 0.1, 0.1]
     assert not any("warming up" in w for w in stats.warnings_for(stats.summarize(steady), None, steady))
+    # the hint adds to the warm-up already made (10 warm-up calls were told --warmup 3)
+    after_ten = " ".join(stats.warnings_for(stats.summarize(timed), None, timed, warmup=10))
+    assert "--warmup 12 or more" in after_ten
 
 
 def test_the_channel_sends_each_rank_s_waiting_calls_as_one_event():

@@ -113,7 +113,8 @@ class VariantResult:
         warm = [it for it in self.iterations if it["kind"] == "warmup"]
         return stats.warnings_for(self.stats(), warm[0]["seconds"] if warm else None,
                                   [it["seconds"] for it in self.steps],
-                                  torchscript=bool(self.model.get("torchscript")))
+                                  torchscript=bool(self.model.get("torchscript")),
+                                  warmup=len({it["index"] for it in warm}))
 
     def all_passed(self) -> bool:
         """Every iteration measured so far passed its check (says nothing of how it ended)."""

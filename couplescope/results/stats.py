@@ -41,13 +41,15 @@ def summarize(times: list[float]) -> dict:
 
 
 def warnings_for(stats: dict, first_seconds: float | None = None, timed: list[float] | None = None,
-                 torchscript: bool = False) -> list[str]:
+                 torchscript: bool = False, warmup: int = 1) -> list[str]:
     """Plain-words warnings a careful user would want, hyperfine-style.
 
     first_seconds: the first (warm-up) call; timed: the timed calls in the order they ran;
     torchscript: the calls ran a TorchScript module (its profiling executor optimises over
     the first calls), so the warm-up hint may name it; anything else warms up for other
     reasons (caches, allocations, lazy imports) and the hint does not guess which.
+    warmup: the warm-up calls already made, which the hint's --warmup adds to (a preset
+    that warms up 10 times was told "use --warmup 2 or more").
     """
     out = []
     median = stats.get("median")
@@ -56,7 +58,7 @@ def warnings_for(stats: dict, first_seconds: float | None = None, timed: list[fl
         out.append(f"the first {slow} timed call(s) took up to {max(timed[:slow]) / median:.1f}x the median: "
                    "the model was still warming up"
                    f"{' (TorchScript optimises over its first calls)' if torchscript else ''}; "
-                   f"use --warmup {slow + 1} or more")
+                   f"use --warmup {warmup + slow} or more")
     if stats.get("noisy"):
         ratio = stats["iqr"] / stats["median"]
         out.append(f"noisy: IQR is {ratio:.0%} of the median (over {NOISE_IQR_OVER_MEDIAN:.0%}); "
