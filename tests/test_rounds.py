@@ -415,6 +415,11 @@ async def test_the_app_shows_the_rounds_as_they_come(tmp_path):
         assert len(shown) == 6 + 2
         assert all(progress == calls and plotted == name for name, calls, progress, plotted in shown)
         assert any("cannot be ranked" in n for n in app.notes)
+        # the paired ratio itself, which the compare view (ratio to the fastest median) lacks
+        row = {r["name"]: r for r in outcome.builder.comparison()}
+        other = next(r for r in row.values() if r["baseline"] != r["name"])
+        assert (f"{other['name']}: {other['ratio']:.2f}x {other['baseline']} from same-round pairs "
+                f"(95% interval {other['ratio_low']:.2f}–{other['ratio_high']:.2f}, by round ") in app.notes[-2]
 
 
 async def test_the_watch_view_shows_only_the_followed_variants_calls(tmp_path):

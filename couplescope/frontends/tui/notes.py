@@ -54,16 +54,33 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
 
 
 def ending_notes(record) -> list[tuple[str, str]]:
-    """What the log says when a run in rounds ends: the pairs its ratios cannot rank, and
-    the noise verdict (couplescope.results.noise), as the headless command prints them."""
+    """What the log says when a run in rounds ends: each variant's paired ratio to its
+    baseline (the compare view ranks against the fastest median, with no interval), the
+    pairs its ratios cannot rank, and the noise verdict (couplescope.results.noise), as
+    the headless command prints them."""
     builder = record.builder
     if builder.rounds is None:
         return []
     from couplescope.results import noise
 
-    found = noise.verdict(builder, builder.comparison())
-    return ([(line, "info") for line in found["unranked"]]
+    rows = builder.comparison()
+    found = noise.verdict(builder, rows)
+    return ([(line, "info") for line in (ratio_line(r) for r in rows) if line]
+            + [(line, "info") for line in found["unranked"]]
             + ([(f"noise: {found['line']}", "warning")] if found["line"] else []))
+
+
+def ratio_line(row: dict) -> str | None:
+    """"b: 1.20x a from same-round pairs (95% interval 1.15–1.26, by round 1.12–1.30)"."""
+    base = row.get("baseline")
+    if not base or base == row["name"] or row.get("ratio") is None:
+        return None
+    if row.get("ratio_low") is None:
+        return (f"{row['name']}: {row['ratio']:.2f}x {base}, unpaired (fewer than two rounds in "
+                "common: the medians' ratio)")
+    spread = row.get("ratio_spread") or [row["ratio_low"], row["ratio_high"]]
+    return (f"{row['name']}: {row['ratio']:.2f}x {base} from same-round pairs (95% interval "
+            f"{row['ratio_low']:.2f}–{row['ratio_high']:.2f}, by round {spread[0]:.2f}–{spread[1]:.2f})")
 
 
 def build_text(ev: dict) -> str:
