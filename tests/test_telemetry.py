@@ -312,6 +312,33 @@ def test_the_node_sampler_drops_a_rank_that_ended_and_its_open_stat_file():
                 p.wait()
 
 
+def test_the_node_sampler_reads_many_ranks_in_turn_and_reports_every_one():
+    """Past READS_PER_TICK ranks on a node, a tick reads the next READS_PER_TICK afresh and
+    every sample still holds every rank (the others' latest readings): the cost per tick
+    stays bounded whatever the ranks per node."""
+    from couplescope.probes import tree
+
+    count = tree.READS_PER_TICK + 8
+    ranks = [subprocess.Popen(["sleep", "600"]) for _ in range(count)]
+    try:
+        sampler = tree.RanksSampler({p.pid: r for r, p in enumerate(ranks)})
+        sampler.sample()                      # the first reads every rank (nothing to reuse)
+        read, real = [], sampler._stat
+        sampler._stat = lambda pid: (read.append(pid), real(pid))[1]
+        seen = set()
+        for _ in range(3):
+            read.clear()
+            got = sampler.sample()
+            assert {p["rank"] for p in got["processes"] if p["role"] == "worker"} == set(range(count))
+            assert len(read) == tree.READS_PER_TICK
+            seen.update(read)
+        assert seen == {p.pid for p in ranks}   # every rank had its turn
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+
+
 def test_sampler_thread_never_outruns_its_rate_and_measures_its_own_cpu():
     """At 50 Hz: never more samples than the grid has ticks (missed ticks are skipped, not
     bunched), and its own CPU time counted. It runs until it has delivered 40 samples (a
