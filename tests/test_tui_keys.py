@@ -9,6 +9,8 @@ pressing it); a recorded run is played back for the keys that need one (e, c, s)
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from textual.widgets import Input, SelectionList, Tabs
 
@@ -17,6 +19,26 @@ from couplescope.frontends.tui.compare import CompareScreen
 from couplescope.frontends.tui.help import HelpScreen
 
 SIZE = (80, 24)
+
+
+@pytest.fixture(autouse=True)
+def short_idle_waits(monkeypatch):
+    """A Pilot key press waits for the app to go idle in sleeps of 20 ms, twice a key, which
+    made most of these tests' time (a hundred keys each). Here it sleeps 4 ms, so a press
+    can return before the app has acted on it: every check below waits for the state it
+    expects (until), never for a time."""
+    import textual._wait
+
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 1 / 250)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 1 / 250 / 20)
+
+
+async def until(pilot, condition, what) -> None:
+    """Wait for `condition()` to hold (a state, not a time; the deadline bounds a failure)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await pilot.pause(0.005)
 
 
 def text_fields(app) -> list[str]:
@@ -44,20 +66,29 @@ async def type_into(pilot, field: str, keep: bool = False) -> None:
     afterwards (not by a key: the focus stays where it is), so the run is the recording's."""
     app = pilot.app
     widget = app.query_one(f"#{field}", Input)
-    widget.focus()                    # the Pick view comes with it
-    await pilot.pause()
+    deadline = time.monotonic() + 60
+    while app.focused is not widget:  # (a view switch still under way can take the focus
+        assert time.monotonic() < deadline, (field, app.focused)   # to its first field)
+        widget.focus()                # the Pick view comes with it
+        await pilot.pause()
     before = widget.value
     words = field in word_fields(app)
-    await pilot.press("a" if words else "1")
     typed = "a" if words else "1"
+    await pilot.press(typed)
     # it went in (focusing a field may select its text, and then it replaces it)
-    assert widget.value == typed or widget.value.count(typed) == before.count(typed) + 1, (field, widget.value)
+    await until(pilot, lambda: widget.value == typed or widget.value.count(typed) == before.count(typed) + 1,
+                (field, widget.value))
     assert app.focused is widget
     if words:
         await pilot.press("escape")   # letters are text here: escape leaves the field
-        assert isinstance(app.focused, Tabs), (field, app.focused)
+        await until(pilot, lambda: isinstance(app.focused, Tabs), (field, app.focused))
     if keep:
         widget.value = before
+
+
+def active(app) -> str:
+    """The view shown (its tab)."""
+    return app.query_one("#tabs").active
 
 
 def toasts(app) -> list[str]:
@@ -111,28 +142,44 @@ def every_text_field() -> list[str]:
 
 
 @pytest.mark.parametrize("part", range(PARTS))
-async def test_help_w_escape_and_r_work_after_typing_into_every_field(part):
+async def test_every_documented_key_works_after_typing_into_every_field(part):
+    """After typing into each field: q (in this app the exit it asks for is recorded, not
+    made, so that one app covers every field; test_q_quits_after_typing_into_a_field ends
+    an app for real from one field of each kind), ? and escape, w, escape out of the field,
+    and r."""
     app = replay_app("two-backends")
     async with app.run_test(size=SIZE) as pilot:
         assert text_fields(app) == every_text_field()
+        quits: list[str] = []
         for n, field in enumerate(text_fields(app)[part::PARTS], 1):
+            words = field in word_fields(app)
             await type_into(pilot, field, keep=True)
+            app.exit = lambda *a, **k: quits.append(field)   # the real action_quit calls it
+            try:
+                await pilot.press("q")
+            finally:
+                del app.exit
+            await until(pilot, lambda: quits[-1:] == [field], field)
+            if words:                           # escape was pressed: the field is typed again
+                await type_into(pilot, field, keep=True)
+            focused = app.focused
             await pilot.press("question_mark")
-            assert isinstance(app.screen, HelpScreen), field
+            await until(pilot, lambda: isinstance(app.screen, HelpScreen), field)
             await pilot.press("escape")
-            assert not isinstance(app.screen, HelpScreen), field
+            await until(pilot, lambda: app.screen is app.main and app.focused is focused, field)
             await pilot.press("w")            # the focus is back where it was
-            assert app.query_one("#tabs").active == "watch", field
-            if field in ONE_OF_EACH_KIND and field not in word_fields(app):   # (words: escape done)
+            await until(pilot, lambda: active(app) == "watch", field)
+            if not words:                       # (words: type_into pressed escape already)
                 await type_into(pilot, field, keep=True)
                 await pilot.press("escape")     # leaves the field for the tab bar
-                assert isinstance(app.focused, Tabs), (field, app.focused)
-                await pilot.press("right")      # where the arrows switch views
-                assert app.query_one("#tabs").active == "watch", field
+                await until(pilot, lambda: isinstance(app.focused, Tabs), (field, app.focused))
+                if field in ONE_OF_EACH_KIND:
+                    await pilot.press("right")  # where the arrows switch views
+                    await until(pilot, lambda: active(app) == "watch", field)
             await type_into(pilot, field, keep=True)
             await run_replay(pilot)                         # presses r
             assert len(app.runs) == n and app.runs[n].status == "finished", (field, app.notes[-1:])
-            assert app.query_one("#tabs").active == "watch", field
+            assert active(app) == "watch", field
 
 
 #: the keys that act on a run (s, e, c) are pressed after a number field and a field that
@@ -149,26 +196,27 @@ async def test_every_key_works_after_typing_into_a_field_of_each_kind(tmp_path, 
         for key, tab in (("t", "telemetry"), ("h", "history"), ("p", "pick")):
             await type_into(pilot, field, keep=True)
             await pilot.press(key)
-            assert app.query_one("#tabs").active == tab, (field, key)
+            await until(pilot, lambda: active(app) == tab, (field, key))
         await type_into(pilot, field, keep=True)
         await pilot.press("s")                              # nothing runs: it says so
-        assert "no run is going" in toasts(app), field
+        await until(pilot, lambda: "no run is going" in toasts(app), field)
         app.clear_notifications()
         if field in RUN_KEY_FIELDS:
             await type_into(pilot, field, keep=True)
             await run_replay(pilot)
             await type_into(pilot, field, keep=True)
             await pilot.press("e")                          # exports the latest run
-            await pilot.pause()
-            assert app.runs[1].export_path, (field, app.notes[-1:])
+            await until(pilot, lambda: app.runs[1].export_path, (field, app.notes[-1:]))
             await type_into(pilot, field, keep=True)
             await pilot.press("c")
-            assert isinstance(app.screen, CompareScreen), field
+            await until(pilot, lambda: isinstance(app.screen, CompareScreen), field)
             await pilot.press("escape")
-            assert not isinstance(app.screen, CompareScreen), field
-            for screen_key in ("c", "question_mark"):    # a view key from compare or help shows it
-                await pilot.press(screen_key, "h")
-                assert app.screen is app.main and app.query_one("#tabs").active == "history"
+            await until(pilot, lambda: app.screen is app.main, field)
+            for screen, screen_key in ((CompareScreen, "c"), (HelpScreen, "question_mark")):
+                await pilot.press(screen_key)               # a view key from compare or help shows it
+                await until(pilot, lambda: isinstance(app.screen, screen), screen_key)
+                await pilot.press("h")
+                await until(pilot, lambda: app.screen is app.main and active(app) == "history", screen_key)
 
 
 async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
@@ -188,8 +236,7 @@ async def test_q_quits_after_typing_into_a_field(field):
     async with app.run_test(size=SIZE) as pilot:
         await type_into(pilot, field)
         await pilot.press("q")
-        await pilot.pause()
-        assert app._exit, field
+        await until(pilot, lambda: app._exit, field)
 
 
 @pytest.mark.parametrize("field", ONE_OF_EACH_KIND)
@@ -199,8 +246,7 @@ async def test_ctrl_c_quits_from_inside_a_field(field):
         app.query_one(f"#{field}", Input).focus()
         await pilot.pause()
         await pilot.press("1", "ctrl+c")                    # without leaving it, whatever it takes
-        await pilot.pause()
-        assert app._exit, field
+        await until(pilot, lambda: app._exit, field)
 
 
 async def test_a_field_that_takes_words_keeps_the_letters_until_escape():
@@ -212,7 +258,8 @@ async def test_a_field_that_takes_words_keeps_the_letters_until_escape():
             widget.focus()
             await pilot.pause()
             await pilot.press("q", "r")                    # text here, not quit and run
-            assert widget.value.endswith("qr") and not app.runs and app.is_running, field
+            await until(pilot, lambda: widget.value.endswith("qr"), (field, widget.value))
+            assert not app.runs and app.is_running, field
             widget.value = ""
 
 
@@ -224,7 +271,6 @@ async def test_the_first_space_on_the_backends_list_ticks_a_box():
         backends.focus()
         await pilot.pause()
         await pilot.press("space")
-        await pilot.pause()
-        assert backends.selected != before
+        await until(pilot, lambda: backends.selected != before, before)
         await pilot.press("r")                              # and r still runs from the list
-        assert len(app.runs) == 1
+        await until(pilot, lambda: len(app.runs) == 1, app.notes[-1:])
