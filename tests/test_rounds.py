@@ -362,10 +362,13 @@ def test_compare_of_two_runs_in_rounds_resamples_whole_rounds():
     (["--rounds", "20", "--iterations", "10"], "--rounds 20: every round measures at least one timed iteration"),
     (["--rounds", "0"], "--rounds must be at least 1 (got 0)"),
     (["--baseline", "nope"], "--baseline nope is not a variant of this run; its variants: "),
-    (["--baseline", "simplenet-torchscript", "--rounds", "1"], "--baseline simplenet-torchscript needs a run in rounds"),
+    (["--baseline", "simplenet-torchscript-python-host", "--rounds", "1"],
+     "--baseline simplenet-torchscript-python-host needs a run in rounds"),
 ])
 def test_bad_rounds_are_refused_in_one_line(command, args, words):
-    result = command("--model", "simplenet", "--backend", "torchscript,bridge", *args)
+    # on the python host, so that the variants' names (-python-host) are the same with or
+    # without a C++ compiler (without one, the default host is python)
+    result = command("--model", "simplenet", "--backend", "torchscript,bridge", "--host", "python", *args)
     assert result.returncode == 2 and words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
