@@ -9,6 +9,7 @@ After every test nothing of ours is left in squeue or in ps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -120,34 +121,40 @@ def test_two_ranks_on_one_node_have_local_ranks_one_sampler_and_the_node_s_warni
     assert [len(samplers["n1"]), len(samplers["n2"])] == [1, 1], samplers   # one sampler a node
 
 
-def _start_long_run(tmp_path) -> tuple[subprocess.Popen, Path]:
+@contextlib.contextmanager
+def _long_run(tmp_path):
+    """A two-node run of many iterations, yielded once it measures timed iterations (a
+    state, not a time) as (process, runs folder, rank 1's pid); ended with SIGTERM on the
+    way out if the test has not ended it."""
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "couplescope", "--model", "simplenet", "--backend", "mpi",
                              "--launcher", "srun", "--nodes", "2", "--iterations", "100000000",
                              "--profile-iterations", "0", "--quiet", "--export", str(runs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**slurm.slurm_env(CONF), "NO_COLOR": "1"})
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:   # wait for a state: timed iterations measured
-        found = list(runs.glob("*/events.jsonl"))
-        if found and '"kind":"timed"' in found[0].read_text():
-            return proc, runs
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.5)
-    proc.kill()
-    raise AssertionError("no timed iteration within 180 s")
-
-
-def test_a_node_taken_down_mid_run_ends_the_run_naming_it(tmp_path):
-    proc, runs = _start_long_run(tmp_path)
     try:
-        subprocess.run(["scontrol", "update", "nodename=n2", "state=down", "reason=couplescope-test"],
-                       check=True, env=slurm.slurm_env(CONF))
-        out, err = proc.communicate(timeout=120)
+        deadline = time.monotonic() + 180
+        while True:   # wait for a state: timed iterations measured
+            found = list(runs.glob("*/events.jsonl"))
+            if found and '"kind":"timed"' in found[0].read_text():
+                break
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no timed iteration within 180 s"
+            time.sleep(0.5)
+        _, evs = _results_so_far(runs)
+        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
+        yield proc, runs, rank1
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=60)
+
+
+def test_a_node_taken_down_mid_run_ends_the_run_naming_it(tmp_path):
+    with _long_run(tmp_path) as (proc, runs, _):
+        subprocess.run(["scontrol", "update", "nodename=n2", "state=down", "reason=couplescope-test"],
+                       check=True, env=slurm.slurm_env(CONF))
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
     assert "node n2 failed (Slurm: node failure): its rank 1 ended with it" in err, err
     assert "Traceback" not in err
@@ -163,20 +170,15 @@ def test_a_node_whose_slurmd_and_step_daemon_are_killed_ends_the_run_naming_it(t
     admin would, so that Slurm settles the job at once instead of SlurmdTimeout later."""
     import psutil
 
-    proc, runs = _start_long_run(tmp_path)
     try:
-        _, evs = _results_so_far(runs)
-        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
-        step_daemon = psutil.Process(rank1).ppid()
-        slurmd = int((Path(CONF).parent / "slurmd-n2.pid").read_text())
-        assert "slurmstepd" in psutil.Process(step_daemon).name() and psutil.pid_exists(slurmd)
-        os.kill(slurmd, signal.SIGKILL)
-        os.kill(step_daemon, signal.SIGKILL)
-        out, err = proc.communicate(timeout=180)
+        with _long_run(tmp_path) as (proc, runs, rank1):
+            step_daemon = psutil.Process(rank1).ppid()
+            slurmd = int((Path(CONF).parent / "slurmd-n2.pid").read_text())
+            assert "slurmstepd" in psutil.Process(step_daemon).name() and psutil.pid_exists(slurmd)
+            os.kill(slurmd, signal.SIGKILL)
+            os.kill(step_daemon, signal.SIGKILL)
+            out, err = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=60)
         subprocess.run([str(Path(__file__).resolve().parents[1] / ".ci" / "slurm-node-up"),
                         str(Path(CONF).parents[1]), "n2"], check=True, env=slurm.slurm_env(CONF))
     assert proc.returncode == 4, err
@@ -188,16 +190,9 @@ def test_a_node_whose_slurmd_and_step_daemon_are_killed_ends_the_run_naming_it(t
 
 
 def test_a_rank_killed_on_one_node_ends_the_run_naming_it(tmp_path):
-    proc, runs = _start_long_run(tmp_path)
-    try:
-        _, evs = _results_so_far(runs)
-        rank1 = next(e["pid"] for e in evs if e["event"] == "rank_info" and e["rank"] == 1)
+    with _long_run(tmp_path) as (proc, runs, rank1):
         os.kill(rank1, signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "rank 1 on node n2: Killed" in err, err
     v, _ = _results(runs)
