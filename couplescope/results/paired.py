@@ -92,3 +92,10 @@ def resolves(row: dict) -> bool:
     """Whether the interval tells the variant from the baseline (it does not hold 1)."""
     low, high = row.get("ratio_low"), row.get("ratio_high")
     return low is not None and high is not None and (low > 1.0 or high < 1.0)
+
+
+def unpaired(row: dict) -> bool:
+    """A row of a run in rounds whose ratio is not from same-round pairs: it shares fewer
+    than two rounds with its baseline (ResultsBuilder's fallback: the medians' ratio)."""
+    return ("baseline" in row and row["baseline"] != row["name"] and row.get("ratio") is not None
+            and row.get("ratio_low") is None)

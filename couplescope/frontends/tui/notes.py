@@ -72,10 +72,12 @@ def ending_notes(record) -> list[tuple[str, str]]:
 
 def ratio_line(row: dict) -> str | None:
     """"b: 1.20x a from same-round pairs (95% interval 1.15–1.26, by round 1.12–1.30)"."""
+    from couplescope.results.paired import unpaired
+
     base = row.get("baseline")
     if not base or base == row["name"] or row.get("ratio") is None:
         return None
-    if row.get("ratio_low") is None:
+    if unpaired(row):
         return (f"{row['name']}: {row['ratio']:.2f}x {base}, unpaired (fewer than two rounds in "
                 "common: the medians' ratio)")
     spread = row.get("ratio_spread") or [row["ratio_low"], row["ratio_high"]]
