@@ -127,7 +127,7 @@ class Session:
             for listener in self.listeners:
                 listener.variant_done(self.builder)
             return None
-        proc = self.workers.start(spec, env) if shares is None else self.workers.start(spec, env, shares=shares)
+        proc = self.workers.start(spec, env, shares=shares)
         # what the launch says that cannot wait (a pending srun step)
         proc.on_notice = lambda message: self.emit(events.make(
             "diagnostic", spec.label, level="warning", setting="launcher", message=message,

@@ -362,64 +362,10 @@ class ResultsBuilder:
         for r in rows:
             r["ratio"] = r["median"] / fastest if fastest else None
         if self.rounds is not None and rows:
-            self._paired(rows)
+            from couplescope.results import paired
+
+            paired.pair_rows(rows, self.variants, self.rounds.get("baseline"), self._pairs)
         return rows
-
-    def _paired(self, rows: list[dict]) -> None:
-        """A run in rounds: each row's ratio to the baseline (the one named, else the fastest;
-        in a sweep, at the row's own size) from same-round pairs, with its interval and
-        spread (couplescope.results.paired)."""
-        from couplescope.results import paired
-
-        for group in self._size_groups(rows):
-            self._paired_group(group, paired)
-
-    def _size_groups(self, rows: list[dict]) -> list[list[dict]]:
-        """The rows by size: a sweep in rounds pairs each variant with a baseline of its own
-        size (a ratio to a variant at another size mixes the model's cost with the
-        coupling's, and the table ranks each size on its own)."""
-        from couplescope.results.labels import size_of
-
-        groups: dict = {}
-        for r in rows:
-            v = self.variants[r["name"]]
-            groups.setdefault(size_of({"spec": v.spec, "model": v.model}), []).append(r)
-        return list(groups.values())
-
-    def _baseline_of(self, group: list[dict]) -> dict:
-        """The group's baseline: the one --baseline names, else (a sweep) the variant of the
-        named one's series at this size, else the fastest."""
-        from couplescope.results import sweeps
-
-        named = self.rounds.get("baseline")
-        base = next((r for r in group if r["name"] == named), None)
-        if base is None and named in self.variants:
-            v = self.variants[named]
-            key = sweeps.series_key({"spec": v.spec})
-            base = next((r for r in group if sweeps.series_key({"spec": self.variants[r["name"]].spec}) == key), None)
-        return base or min(group, key=lambda r: r["median"])
-
-    def _paired_group(self, rows: list[dict], paired) -> None:
-        base = self._baseline_of(rows)
-        base_rounds = paired.by_round(self.variants[base["name"]].steps)
-        for r in rows:
-            r["baseline"] = base["name"]
-            if r is base:
-                r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
-                continue
-            # the bootstrap costs; the figures change only when either variant's calls do
-            key = (base["name"], r["name"], len(self.variants[base["name"]].iterations),
-                   len(self.variants[r["name"]].iterations))
-            if key not in self._pairs:
-                self._pairs[key] = paired.paired_ratio(base_rounds, paired.by_round(self.variants[r["name"]].steps))
-            pair = self._pairs[key]
-            if pair is None:   # fewer than two rounds in common: the plain ratio of the medians
-                r.update(ratio=r["median"] / base["median"] if base["median"] else None,
-                         ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
-                continue
-            r.update(ratio=pair["ratio"], ratio_low=pair["low"], ratio_high=pair["high"],
-                     ratio_spread=pair["spread"], paired_rounds=pair["rounds"],
-                     ratio_per_round=pair["per_round"])
 
     def document(self) -> dict:
         comparison = self.comparison()

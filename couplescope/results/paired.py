@@ -21,7 +21,8 @@ two or three calls a round, a resampled round median is often one outlying call,
 interval came out several times wider than the rounds' own spread (±27% for per-round
 ratios of 1.54 to 1.68, measured here).
 
-Pure functions of lists of seconds; no torch, numpy only where the bootstrap draws.
+Pure functions of lists of seconds (pair_rows: of the builder's rows and variants); no
+torch, numpy only where the bootstrap draws.
 """
 
 from __future__ import annotations
@@ -99,3 +100,57 @@ def unpaired(row: dict) -> bool:
     than two rounds with its baseline (ResultsBuilder's fallback: the medians' ratio)."""
     return ("baseline" in row and row["baseline"] != row["name"] and row.get("ratio") is not None
             and row.get("ratio_low") is None)
+
+
+# -- the comparison table's rows of a run in rounds ------------------------------------------
+
+def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) -> None:
+    """Each row's ratio to its baseline (the variant `named`, else the fastest; in a sweep,
+    at the row's own size) from same-round pairs, with its interval and spread, set in the
+    row. `variants`: name -> the builder's VariantResult; `cache` keeps each pair's figures
+    while neither variant's calls change (the bootstrap costs)."""
+    for group in _size_groups(rows, variants):
+        base = _baseline_of(group, variants, named)
+        base_rounds = by_round(variants[base["name"]].steps)
+        for r in group:
+            r["baseline"] = base["name"]
+            if r is base:
+                r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                continue
+            key = (base["name"], r["name"], len(variants[base["name"]].iterations),
+                   len(variants[r["name"]].iterations))
+            if key not in cache:
+                cache[key] = paired_ratio(base_rounds, by_round(variants[r["name"]].steps))
+            pair = cache[key]
+            if pair is None:   # fewer than two rounds in common: the plain ratio of the medians
+                r.update(ratio=r["median"] / base["median"] if base["median"] else None,
+                         ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                continue
+            r.update(ratio=pair["ratio"], ratio_low=pair["low"], ratio_high=pair["high"],
+                     ratio_spread=pair["spread"], paired_rounds=pair["rounds"],
+                     ratio_per_round=pair["per_round"])
+
+
+def _size_groups(rows: list[dict], variants: dict) -> list[list[dict]]:
+    """The rows by size: a sweep in rounds pairs each variant with a baseline of its own
+    size (a ratio to a variant at another size mixes the model's cost with the
+    coupling's, and the table ranks each size on its own)."""
+    from couplescope.results.labels import size_of
+
+    groups: dict = {}
+    for r in rows:
+        v = variants[r["name"]]
+        groups.setdefault(size_of({"spec": v.spec, "model": v.model}), []).append(r)
+    return list(groups.values())
+
+
+def _baseline_of(group: list[dict], variants: dict, named: str | None) -> dict:
+    """The group's baseline: the one --baseline names, else (a sweep) the variant of the
+    named one's series at this size, else the fastest."""
+    from couplescope.results import sweeps
+
+    base = next((r for r in group if r["name"] == named), None)
+    if base is None and named in variants:
+        key = sweeps.series_key({"spec": variants[named].spec})
+        base = next((r for r in group if sweeps.series_key({"spec": variants[r["name"]].spec}) == key), None)
+    return base or min(group, key=lambda r: r["median"])
