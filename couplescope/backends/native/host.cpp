@@ -241,11 +241,15 @@ class EmbeddedHost {
     py::object phases = after_.is_none() ? py::object(py::dict()) : after_();
     if (returns_loss_) {
       py::dict extra(phases);
-      extra["step_loss"] = take_loss();
+      last_loss_ = take_loss();
+      extra["step_loss"] = last_loss_;
       return std::move(extra);
     }
     return phases;
   }
+
+  // A training step whose loss is not finite ends the batch (as on the training host).
+  bool batch_ends() const { return returns_loss_ && !std::isfinite(last_loss_); }
 
   // The losses the calls since the last look returned, and forget them (the python side).
   py::list losses() {
@@ -359,6 +363,7 @@ class EmbeddedHost {
   std::string function_;
   py::object after_;
   bool returns_loss_;
+  double last_loss_ = 0;  // the last step's loss, as after_call() handed it back
   py::object asarray_;
   std::vector<BufferCall> calls_;
   std::vector<double> losses_;

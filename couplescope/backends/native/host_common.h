@@ -145,6 +145,9 @@ class TorchHostBase {
 
   py::object after_call() { return py::none(); }
 
+  // Whether the batch stops after this call (a training host: a step whose loss is not finite).
+  bool batch_ends() const { return false; }
+
   // One iteration: the whole call's seconds; phases accumulated into `phase`.
   double one(double* phase, std::string& error) {
     Host& host = static_cast<Host&>(*this);
@@ -176,7 +179,7 @@ class TorchHostBase {
 };
 
 // Runs up to `count` iterations (each fed its row of `feeds` first), stopping after `budget` seconds (so a signal is handled
-// soon) or at the first exception. Returns (rows, errors, failure): one row per finished
+// soon), when the host's batch_ends() says so after a call, or at the first exception. Returns (rows, errors, failure): one row per finished
 // iteration (whole seconds, then the host's phases), the output error of each ("" when the
 // output was written), the failing iteration's message ("" when none failed), what the
 // host's after_call() returned for each finished iteration, and how long the failing call
@@ -222,16 +225,9 @@ py::tuple run_batch(Host& host, int count, double budget, const std::vector<Outp
       std::memcpy(reinterpret_cast<char*>(s.snapshots) + static_cast<size_t>(i) * s.bytes,
                   reinterpret_cast<const void*>(s.host), s.bytes);
     errors.push_back(std::move(error));
-    py::object extra = host.after_call();
-    extras.append(extra);
+    extras.append(host.after_call());
     done = i + 1;
-    if (seconds(begin, Clock::now()) > budget) break;
-    // a training step whose loss is not finite ends the batch: the engine fails the variant
-    // at that step, and the steps after it would train on NaN weights for nothing
-    if (py::isinstance<py::dict>(extra)) {
-      py::dict d = extra.cast<py::dict>();
-      if (d.contains("step_loss") && !std::isfinite(d["step_loss"].cast<double>())) break;
-    }
+    if (seconds(begin, Clock::now()) > budget || host.batch_ends()) break;
   }
   py::list rows;
   for (int i = 0; i < done; ++i) {

@@ -123,9 +123,14 @@ class TrainHost {
   // The step's loss for a batch (run_batch calls this after every step).
   py::object after_call() {
     py::dict extra;
-    extra["step_loss"] = take_loss();
+    last_loss_ = take_loss();
+    extra["step_loss"] = last_loss_;
     return std::move(extra);
   }
+
+  // A step whose loss is not finite ends the batch: the engine fails the variant at that
+  // step, and the steps after it would train on NaN weights for nothing.
+  bool batch_ends() const { return !std::isfinite(last_loss_); }
 
   double one(double* phase, std::string& error) {
     if (!optimizer_) throw std::runtime_error("native training host: call() before load()");
@@ -366,6 +371,7 @@ class TrainHost {
     return mean;
   }
 
+  double last_loss_ = 0;  // the last step's loss, as after_call() handed it back
   std::string path_;
   torch::Device device_;
   std::string optimizer_name_;
