@@ -165,7 +165,7 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
     code_file = tmp_path / "code"
     command = (f"cd {tmp_path} && TMPDIR={tmp_path / 'tmp'} {sys.executable} -m couplescope --tui "
                f"--model toy-resnet --size 16 --iterations 1000000 --export {runs}; "
-               f"echo $? > {code_file}; sleep 30")
+               f"echo $? > {code_file}.part && mv {code_file}.part {code_file}; sleep 30")
     tmux = [TMUX, "-S", socket]
     subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-s", "t", command], check=True)
     try:
@@ -191,6 +191,8 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
         processes = [app, *app.children(recursive=True)]
         if ending == "SIGTERM":
             app.send_signal(signal.SIGTERM)
+            # the exit code is written aside and moved in whole: the file's being there is the
+            # state (a file written in place was once read between its creation and the write)
             wait_for(lambda: code_file.exists(), what="the app to exit")
             assert code_file.read_text().strip() == "143"
             shown = screen()
