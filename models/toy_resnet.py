@@ -50,10 +50,16 @@ class ToyResNetWorkload(Workload):
     default_size = 32
     dtype = "float32"
     # Ten logits, some near zero by chance: measure against 1e-3 of the largest. TorchScript
-    # matched eager bit for bit here; a wrongly ordered input is off by 0.1 (R = 64, the
-    # global average pool smooths the scramble) to 10 (R = 13), far above rtol 1e-4.
+    # matched eager bit for bit here. AOTInductor's own convolution kernels sum in another
+    # order, by an amount that depends on the seed and the CPU's vector width (R = 13): up
+    # to 3.4e-5 over 16 seeds with AVX-512 here, up to 1.48e-4 over 32 seeds with
+    # ATEN_CPU_CAPABILITY=avx2, and 1.97e-4 once on the CI's machine. It is rounding, seen
+    # against a float64 run (benchmarks/aoti_rounding.py): seed 2011 (avx2), AOTInductor
+    # 1.8e-5 from it and the eager float32 reference 6.8e-5; seed 2023, 1.07e-4 and 4.1e-5.
+    # rtol 5e-4, as ResNet-18's; a wrongly ordered input is off by 0.1 (R = 64, the global
+    # average pool smooths the scramble) to 10 (R = 13), 200 times above it.
     relative_floor = 1e-3
-    rtol = {"float32": 1e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 5e-2}
+    rtol = {"float32": 5e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 5e-2}
 
     def validate_size(self, size):
         if size < MIN_R:
