@@ -213,6 +213,7 @@ def test_exportable_covers_the_catalogue_but_stride():
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("aoti-catalogue")
 @pytest.mark.parametrize("model", sorted(EXPORTABLE))
 @pytest.mark.parametrize("host", ["native", "python"])
 def test_every_exportable_catalogue_model_passes_through_aoti(catalogue_run, model, host):
@@ -235,6 +236,7 @@ def test_every_exportable_catalogue_model_passes_through_aoti(catalogue_run, mod
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("aoti-catalogue")
 def test_a_second_run_reuses_the_package_and_says_so(cli, tmp_path, catalogue_run):
     r = cli("--model", "cgdrag", "--size", EXPORTABLE["cgdrag"], "--backend", "aoti", "--seed", SEED,
             "--export", tmp_path / "runs", *FAST)

@@ -52,6 +52,7 @@ def matrix():
 @pytest.mark.parametrize("backend,bridge_model", COUPLINGS)
 @pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.e2e
+@pytest.mark.xdist_group("coupling-matrix")   # one worker builds the module's matrix (--dist loadgroup)
 def test_model_passes_its_check_through_each_coupling(matrix, model, backend, bridge_model, host):
     v = matrix[(model, backend, bridge_model, host)]
     assert v["status"] == "finished", v["error"]
