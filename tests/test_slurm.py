@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -69,13 +70,17 @@ def test_srun_s_own_error_line_reaches_the_user(cli):
     assert "srun: unrecognized option '--bogus'" in r.stderr
 
 
-def run_batch_job(sbatch_args: list[str], cwd, out) -> dict:
-    """Submit, wait until Slurm has ended the job (its limit), and return the first
-    variant of the results.json it exported; the job's output must say what was kept."""
+def _submit(sbatch_args: list[str], cwd, out) -> str:
+    """sbatch with this venv's couplescope first on PATH and no SLURM_ variables of ours."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
     env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '')}"   # this venv's couplescope
-    job = subprocess.run(["sbatch", "--parsable", f"--output={out}", *sbatch_args], capture_output=True,
-                         text=True, env=env, cwd=cwd, check=True).stdout.strip().split(";")[0]
+    return subprocess.run(["sbatch", "--parsable", f"--output={out}", *sbatch_args], capture_output=True,
+                          text=True, env=env, cwd=cwd, check=True).stdout.strip().split(";")[0]
+
+
+def _kept(job: str, cwd, out) -> dict:
+    """Wait until Slurm has ended the job, and return the first variant of the results.json
+    it exported; the job's output must say what was kept."""
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and job in queue():
@@ -89,11 +94,35 @@ def run_batch_job(sbatch_args: list[str], cwd, out) -> dict:
     return json.loads(results.read_text())["variants"][0]
 
 
+def run_batch_job(sbatch_args: list[str], cwd, out) -> dict:
+    """Submit, and return what the job kept once Slurm ended it (its limit)."""
+    return _kept(_submit(sbatch_args, cwd, out), cwd, out)
+
+
+#: a user model whose call sleeps 5 ms: a minute of calls at the time limit costs the machine
+#: almost no CPU (toy-resnet kept both cores busy for that minute, beside the other tests)
+SLEEPING_MODULE = """
+import time
+import numpy as np
+
+def initialize(config):
+    pass
+
+def compute(inputs, output):
+    time.sleep(0.005)
+    output[...] = 2.0 * inputs[0]
+
+def reference(inputs):
+    return 2.0 * np.asarray(inputs[0])
+"""
+
+
 def test_a_batch_job_at_its_time_limit_keeps_what_it_measured(tmp_path):
     """sbatch --time=1: at the limit Slurm sends SIGTERM to the job's processes (SIGKILL after
     KillWait); couplescope exports what it measured and says so."""
-    command = ("exec couplescope --model toy-resnet --size 16 --iterations 10000000 "
-               "--telemetry-hz 0 --profile-iterations 0 --quiet --export D")
+    (tmp_path / "sleeping.py").write_text(SLEEPING_MODULE)
+    command = ("exec couplescope --model sleeping.py --backend bridge --input-shape 64 "
+               "--iterations 10000000 --telemetry-hz 0 --profile-iterations 0 --quiet --export D")
     v = run_batch_job(["--time=1", "--job-name=couplescope-limit-test", "--wrap", command], tmp_path,
                       tmp_path / "job.out")
     assert v["status"] == "interrupted" and v["stats"]["n"] > 100
@@ -108,15 +137,35 @@ def _documented_batch_script() -> str:
     return after.split("```sh\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_documented_batch_script_keeps_its_results_at_the_limit(tmp_path):
-    """docs/mpi.md's script, with a 2-minute limit and the warning 30 s before it given on
-    sbatch's command line (they override its #SBATCH lines; Slurm may send the warning up
-    to 60 s early, so a 1-minute limit could signal it before the first iteration): srun's
-    ranks inside the job, SIGTERM to couplescope only, its step ended by couplescope,
-    results exported."""
+def _checked_on_every_rank(out, ranks: int, iteration: int) -> bool:
+    """Whether the job's output shows every rank's check of `iteration` or a later one."""
+    text = out.read_text() if out.exists() else ""
+    done = [max((int(n) for n in re.findall(rf"check iteration (\d+) on rank {r} ", text)), default=0)
+            for r in range(ranks)]
+    return min(done) >= iteration
+
+
+def test_the_documented_batch_script_keeps_its_results_when_signalled(tmp_path):
+    """docs/mpi.md's script, exactly as written there: its `--signal=B:TERM@120` has Slurm
+    send SIGTERM to the batch shell alone (couplescope, exec'd) before the limit. `scancel
+    --batch --signal=TERM` sends the same signal to the same process, once both ranks have
+    measured 150 calls, instead of waiting out a minute or more of the limit with both
+    cores busy (the time limit itself: the test above). srun's ranks inside the job,
+    SIGTERM to couplescope only, its step ended by couplescope, results exported."""
     script = tmp_path / "couplescope.sbatch"
     script.write_text(_documented_batch_script())
     assert "exec couplescope" in script.read_text() and "--signal=B:TERM@" in script.read_text()
-    v = run_batch_job(["--time=2", "--signal=B:TERM@30", str(script)], tmp_path, tmp_path / "job.out")
+    out = tmp_path / "job.out"
+    job = _submit([str(script)], tmp_path, out)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and job in queue() and not _checked_on_every_rank(out, 2, 150):
+            time.sleep(1)
+        assert _checked_on_every_rank(out, 2, 150), (out.read_text() if out.exists() else "no output")[-2000:]
+        subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True, capture_output=True)
+    except BaseException:
+        subprocess.run(["scancel", job], capture_output=True)
+        raise
+    v = _kept(job, tmp_path, out)
     assert v["status"] == "interrupted" and v["stats"]["n"] > 100, v.get("status")
     assert v["mpi"]["ranks"] == 2 and v["checks_passed"]
