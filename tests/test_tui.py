@@ -404,7 +404,12 @@ async def test_help_screen_opens_and_closes():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
+        first, text = app.screen, app.screen.query_one("#help-box").children[0]
         await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("question_mark")   # the same screen, kept: its text not built again
+        assert app.screen is first and app.screen.query_one("#help-box").children[0] is text
+        await pilot.press("question_mark")   # ? closes it too
         assert not isinstance(app.screen, HelpScreen)
 
 

@@ -14,31 +14,14 @@ import time
 import pytest
 from textual.widgets import Input, SelectionList, Tabs
 
-from test_tui_replay import replay_app, run_replay
+from test_tui_replay import replay_app, run_replay, until
 from couplescope.frontends.tui.compare import CompareScreen
 from couplescope.frontends.tui.help import HelpScreen
 
 SIZE = (80, 24)
 
 
-@pytest.fixture(autouse=True)
-def short_idle_waits(monkeypatch):
-    """A Pilot key press waits for the app to go idle in sleeps of 20 ms, twice a key, which
-    made most of these tests' time (a hundred keys each). Here it sleeps 4 ms, so a press
-    can return before the app has acted on it: every check below waits for the state it
-    expects (until), never for a time."""
-    import textual._wait
-
-    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 1 / 250)
-    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 1 / 250 / 20)
-
-
-async def until(pilot, condition, what) -> None:
-    """Wait for `condition()` to hold (a state, not a time; the deadline bounds a failure)."""
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await pilot.pause(0.005)
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py)
 
 
 def text_fields(app) -> list[str]:
@@ -226,6 +209,43 @@ async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
             await type_into(pilot, field)
             shown = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
             assert {"r", "s", "e", "c", "question_mark", "q"} <= shown, (field, shown)
+
+
+async def test_the_footer_is_rebuilt_only_when_the_keys_it_shows_change():
+    """Moving between number fields leaves the keys on show as they are: the footer stays
+    (Textual's rebuilt itself and laid out the screen on every focus change). Into a field
+    that takes words and out again, it shows what the bindings say each time."""
+    from textual.widgets._footer import FooterKey
+
+    from couplescope.frontends.tui.footer import SteadyFooter
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=SIZE) as pilot:
+        footer = app.query_one(SteadyFooter)
+        rebuilt = []
+        recompose = footer.recompose
+        footer.recompose = lambda: rebuilt.append(app.focused.id) or recompose()
+
+        def shows(keys):
+            return lambda: {k.key for k in footer.query(FooterKey)} == keys
+
+        run_keys = {"r", "s", "e", "c", "question_mark", "q", "ctrl+p"}
+        numbers = number_fields(app)
+        app.query_one(f"#{numbers[0]}", Input).focus()
+        await until(pilot, shows(run_keys), "the run keys")
+        rebuilt.clear()
+        for field in numbers[1:]:
+            widget = app.query_one(f"#{field}", Input)
+            widget.focus()
+            await until(pilot, lambda: app.focused is widget, field)
+            await pilot.pause()
+        assert rebuilt == [] and shows(run_keys)(), rebuilt
+        word = app.query_one(f"#{word_fields(app)[0]}", Input)
+        word.focus()   # letters are text there: the footer drops the letter keys
+        await until(pilot, shows({"ctrl+p"}), "a field that takes words")
+        app.query_one(f"#{numbers[0]}", Input).focus()
+        await until(pilot, shows(run_keys), "back in a number field")
+        assert len(rebuilt) == 2, rebuilt
 
 
 @pytest.mark.parametrize("field", ONE_OF_EACH_KIND)

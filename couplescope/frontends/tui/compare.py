@@ -18,10 +18,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from couplescope.frontends import format as fmt
+from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.results import labels, stats, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
@@ -122,7 +123,7 @@ class CompareScreen(Screen):
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield PlotextPlot(id="compare-plot")
         # compact, without the palette's key: every key fits an 80-column footer
-        yield Footer(compact=True, show_command_palette=False)
+        yield SteadyFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.fill()
