@@ -54,6 +54,18 @@ def _no_terminal_size_from_the_runner(monkeypatch):
 
 
 @pytest.fixture
+def short_idle_waits(monkeypatch):
+    """For the app's tests: a Pilot key press or pause waits for the app to go idle in
+    sleeps of 20 ms, twice a key, which made most of the key tests' time (a hundred keys
+    each). Here it sleeps 4 ms, so a press can return before the app has acted on it: the
+    tests that use it wait for the state they expect, never for a time."""
+    import textual._wait
+
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 1 / 250)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 1 / 250 / 20)
+
+
+@pytest.fixture
 def command(capsys):
     """The real `couplescope` command's main(), in this process: for input that is refused
     (or listed) before any worker starts, without paying a torch import per test."""

@@ -21,6 +21,8 @@ from couplescope.frontends.tui.compare import CompareScreen
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixtures.record import DIES, RECORDINGS  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait here is for a state
+
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 SIZE = (120, 40)
 
@@ -41,6 +43,14 @@ def replay_app(name: str, tmp_path=None, **kw) -> CoupleScopeApp:
     return CoupleScopeApp(options, load_catalogue=False, recording=recording, **kw)
 
 
+async def until(pilot, condition, what) -> None:
+    """Wait for `condition()` to hold (a state, not a time; the deadline bounds a failure)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await pilot.pause(0.005)
+
+
 async def run_replay(pilot) -> None:
     app = pilot.app
     count = len(app.runs)
@@ -51,7 +61,7 @@ async def run_replay(pilot) -> None:
         await pilot.pause(0.01)
     while app.active is not None:
         assert time.monotonic() < deadline, "the replayed run did not end"
-        await pilot.pause(0.05)
+        await pilot.pause(0.005)
     app.redraw_views(force=True)
     await pilot.pause()
 
@@ -109,8 +119,13 @@ async def test_compare_at_80_columns_shows_checks_and_every_key():
         widths = [c.get_render_width(table) for c in table.columns.values()]
         assert [str(c.label).strip() for c in table.columns.values()][:3] == ["box", "variant", "checks"]
         assert sum(widths) <= table.size.width   # every column, n included
+        def footer_laid_out():   # (the footer is composed and laid out after the screen)
+            keys = list(app.screen.query(FooterKey))
+            return ({k.description for k in keys} >= {"back", "leave out/in", "quit"}
+                    and all(k.region.width > 0 for k in keys))
+
+        await until(pilot, footer_laid_out, "the compare screen's footer")
         keys = list(app.screen.query(FooterKey))
-        assert {k.description for k in keys} >= {"back", "leave out/in", "quit"}
         assert all(k.region.right <= 80 and k.region.width > 0 for k in keys), [(k.description, k.region) for k in keys]
 
 
