@@ -4,6 +4,7 @@
 // benchmarks/train_floor.py builds and runs it beside couplescope's native training host.
 //
 //   train_floor MODEL.pt STEPS WARMUP MODE [--phases]
+//   MODE: plain | plain-mse | ftorch | ftorch-mse | pytorch-fortran
 //
 // Set-up, once: tensors over the host's input and target arrays (from_blob, no copy; the
 // loop writes new data into the arrays, outside the clock, and the tensors see it), the
@@ -24,6 +25,17 @@
 //           and then rebound to the operation's result, both deleted at the end of the
 //           statement; the mean copied into the loss buffer (`std::move(*loss) = mean`,
 //           copy_); backward with an undefined gradient and retain_graph false
+//   plain-mse  as plain, with loss = torch::nn::functional::mse_loss(output, target): one
+//           fused call on stack tensors
+//   ftorch-mse  as ftorch, with the loss made by FTorch's torch_loss_mse: the loss handle
+//           remade over the loss buffer, then `std::move(*loss) = mse_loss(*out, target)`
+//   pytorch-fortran  as pytorch-fortran's torch_module%train makes its step (its
+//           torch_module_train_cpp): a stack output, `loss_tensor = mse_loss(prediction,
+//           target)`, `loss_tensor.backward()`, step, and the loss read with item<float>()
+//           inside the clock, as its train call returns it
+//
+// couplescope's --train-call ftorch-operators, ftorch-mse and pytorch-fortran make the
+// last three, call for call.
 //
 // The loss is read after the clock stops. With --phases, the clock is also read between the
 // phases (five more reads a step) and the per-phase medians are printed; without it, only
@@ -36,6 +48,7 @@
 // where result is example 11's check: input 1..5 gives 5,1,2,3,4 within rtol 1e-3.
 
 #include <ATen/Parallel.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/optim.h>
 #include <torch/script.h>
 
@@ -55,6 +68,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kN = 5;
 constexpr int kPhases = 5;  // zero_grad, forward, loss, backward, step
 const char* const kPhaseNames[kPhases] = {"zero_grad", "forward", "loss", "backward", "step"};
+const char* const kUsage = "usage: train_floor MODEL.pt STEPS WARMUP plain|plain-mse|ftorch|ftorch-mse|pytorch-fortran [--phases]\n";
 
 double us(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
@@ -90,18 +104,24 @@ torch::Tensor* operator_result(const torch::Tensor& like) {
 
 int main(int argc, char** argv) {
   if (argc < 5 || argc > 6) {
-    std::fprintf(stderr, "usage: train_floor MODEL.pt STEPS WARMUP plain|ftorch [--phases]\n");
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
   const int steps = std::atoi(argv[2]);
   const int warmup = std::atoi(argv[3]);
   const std::string mode = argv[4];
   const bool phased = argc == 6 && std::strcmp(argv[5], "--phases") == 0;
-  if (steps < 1 || warmup < 0 || (mode != "plain" && mode != "ftorch") || (argc == 6 && !phased)) {
-    std::fprintf(stderr, "usage: train_floor MODEL.pt STEPS WARMUP plain|ftorch [--phases]\n");
+  const bool known = mode == "plain" || mode == "plain-mse" || mode == "ftorch" || mode == "ftorch-mse" ||
+                     mode == "pytorch-fortran";
+  if (steps < 1 || warmup < 0 || !known || (argc == 6 && !phased)) {
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  const bool ftorch = mode == "ftorch";
+  const bool ftorch = mode == "ftorch" || mode == "ftorch-mse";  // FTorch's handles
+  const bool ftorch_mse = mode == "ftorch-mse";
+  const bool pytorch_fortran = mode == "pytorch-fortran";
+  const bool plain_mse = mode == "plain-mse" || pytorch_fortran;  // one fused call on stack tensors
+  namespace F = torch::nn::functional;
   at::set_num_threads(1);
 
   // the host's arrays, and tensors over them made once
@@ -148,7 +168,10 @@ int main(int argc, char** argv) {
       if (phased) t[2] = Clock::now();
       delete loss_handle;
       loss_handle = from_array(loss_data, 1);
-      {
+      if (ftorch_mse) {
+        torch::AutoGradMode enable_grad(true);
+        std::move(*loss_handle) = F::mse_loss(*out_handle, target_t);
+      } else {
         torch::AutoGradMode enable_grad(true);
         torch::Tensor* difference = operator_result(*out_handle);
         *difference = *out_handle - target_t;
@@ -168,14 +191,18 @@ int main(int argc, char** argv) {
         output = module.forward(inputs).toTensor();
       }
       if (phased) t[2] = Clock::now();
-      loss = (output - target_t).pow(2).mean();
+      loss = plain_mse ? F::mse_loss(output, target_t) : (output - target_t).pow(2).mean();
       if (phased) t[3] = Clock::now();
       loss.backward();
     }
     if (phased) t[4] = Clock::now();
     optimizer.step();
+    if (pytorch_fortran) {  // inside its train call: *loss = loss_tensor.item<float>()
+      last_loss = loss.item<float>();
+      loss = torch::Tensor();
+    }
     t[kPhases] = Clock::now();
-    last_loss = ftorch ? loss_data[0] : loss.item<float>();  // read after the clock
+    if (!pytorch_fortran) last_loss = ftorch ? loss_data[0] : loss.item<float>();  // read after the clock
     if (it < warmup) continue;
     whole.push_back(us(t[0], t[kPhases]));
     if (phased)

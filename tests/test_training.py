@@ -45,6 +45,29 @@ def test_simplenet_learns_example_11s_shift_on_both_hosts(cli, host):
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("train_call,backend,host", [
+    pytest.param("ftorch-mse", "torchscript", "native", marks=needs_native),
+    pytest.param("pytorch-fortran", "torchscript", "native", marks=needs_native),
+    ("ftorch-mse", "torchscript", "python"), ("pytorch-fortran", "bridge", "python")])
+def test_a_fused_loss_learns_the_shift_as_the_operators_do(cli, train_call, backend, host):
+    """--train-call ftorch-mse (FTorch's torch_loss_mse) and pytorch-fortran (its train:
+    one mse_loss call, the loss read in the call): the same first step as eager PyTorch's
+    F.mse_loss, example 11's task learnt, and the loss reported step by step."""
+    r = cli("--model", "simplenet", "--task", "train", "--train-call", train_call, "--backend", backend,
+            "--host", host, "--iterations", "10000", "--threads", "1", "--warmup", "1", *QUIET, "--json",
+            timeout=600)
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)["variants"][0]
+    training = v["training"]
+    assert training["train_call"] == train_call and training["gradient_check"]["passed"], training
+    assert training["final_check"]["passed"] and v["phases"]["loss"]["median"] > 0
+    losses = [it["loss"] for it in v["iterations"]]
+    assert len(losses) == 10001 and losses[-1] < 1e-3 * losses[0]
+    said = {"ftorch-mse": "mse loss (FTorch's torch_loss_mse)", "pytorch-fortran": "mse loss (pytorch-fortran's train)"}
+    assert said[train_call] in r.stderr
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize("host", [pytest.param("native", marks=needs_native), "python"])
 def test_the_bridge_trains_through_its_train_function(cli, host):
     r = cli("--model", "simplenet", "--task", "train", "--backend", "bridge", "--host", host,

@@ -42,7 +42,8 @@ def config(spec, size: int, dtype: str, device: str, clock, torchscript_path, lr
     if spec.task == "train":
         # allreduce: under MPI, averages the gradients of the parameters it is given across
         # the ranks (call it between backward and step); None in one process
-        config.update(optimizer=optimizer or spec.optimizer, lr=lr, loss=spec.loss, allreduce=allreduce)
+        config.update(optimizer=optimizer or spec.optimizer, lr=lr, loss=spec.loss, train_call=spec.train_call,
+                      allreduce=allreduce)
     return config
 
 

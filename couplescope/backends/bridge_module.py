@@ -21,6 +21,7 @@ _device = "cpu"
 _grad = torch.no_grad
 _optimizer = None
 _loss_kind = "mse"
+_train_call = "ftorch-operators"
 _allreduce = None
 
 
@@ -28,7 +29,7 @@ def initialize(config):
     """Build the eager model ("Python runtime"), load the TorchScript file, or build the
     eager model and wrap it in torch.compile ("compiled": it compiles on its first call,
     which the host makes during its load and reports as compile time), once."""
-    global _model, _phase, _device, _grad, _optimizer, _loss_kind, _allreduce
+    global _model, _phase, _device, _grad, _optimizer, _loss_kind, _train_call, _allreduce
     _phase = config["phase"]
     _device = config["device"]
     # no_grad, as a forpy module would; inference mode when the run asks for the what-if
@@ -51,6 +52,7 @@ def initialize(config):
         _model.train()
         _optimizer = make_optimizer(torch, _model.parameters(), config["optimizer"], config["lr"])
         _loss_kind = config["loss"]
+        _train_call = config.get("train_call", "ftorch-operators")
         _allreduce = config.get("allreduce")   # data-parallel under MPI: average the gradients
 
 
@@ -72,7 +74,7 @@ def train(inputs, target):
     t2 = _now()
     output = _model(*tensors)
     t3 = _now()
-    loss = loss_of(output, wanted, _loss_kind)
+    loss = loss_of(output, wanted, _loss_kind, _train_call)
     t4 = _now()
     loss.backward()
     t5 = ta = _now()
@@ -105,7 +107,7 @@ def _train_in_blocks(inputs, target, loss_of):
     with _phase("forward"):
         output = _model(*tensors)
     with _phase("loss"):
-        loss = loss_of(output, wanted, _loss_kind)
+        loss = loss_of(output, wanted, _loss_kind, _train_call)
     with _phase("backward"):
         loss.backward()
     if _allreduce is not None:

@@ -82,7 +82,7 @@ class CudaGraphTraining(Coupling):
         with torch.cuda.stream(side):
             for _ in range(WARMUP_RUNS):
                 self.optimizer.zero_grad(set_to_none=True)
-                loss = loss_of(self.module(*static_inputs), static_target, ctx.spec.loss)
+                loss = loss_of(self.module(*static_inputs), static_target, ctx.spec.loss, ctx.spec.train_call)
                 loss.backward()
                 self.optimizer.step()
         current.wait_stream(side)
@@ -90,7 +90,7 @@ class CudaGraphTraining(Coupling):
         self.optimizer.zero_grad(set_to_none=True)
         try:
             with torch.cuda.graph(graph, stream=side):
-                static_loss = loss_of(self.module(*static_inputs), static_target, ctx.spec.loss)
+                static_loss = loss_of(self.module(*static_inputs), static_target, ctx.spec.loss, ctx.spec.train_call)
                 static_loss.backward()
                 self.optimizer.step()
         except Exception as exc:

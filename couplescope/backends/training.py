@@ -31,9 +31,17 @@ def make_optimizer(torch, parameters, name: str, lr: float):
     return torch.optim.SGD(parameters, lr=lr)
 
 
-def loss_of(output, target, kind: str):
-    """The loss from tensor operations, as FTorch's example 11 writes it in Fortran:
-    mean((output - target)**2) for mse, mean(|output - target|) for l1."""
+def loss_of(output, target, kind: str, call: str = "ftorch-operators"):
+    """The loss. From tensor operations, as FTorch's example 11 writes it in Fortran:
+    mean((output - target)**2) for mse, mean(|output - target|) for l1; or, for the train
+    calls that make it in one call (FTorch's torch_loss_mse, pytorch-fortran's train),
+    torch.nn.functional.mse_loss or l1_loss."""
+    from couplescope.protocol.options import FUSED_LOSS_CALLS
+
+    if call in FUSED_LOSS_CALLS:
+        import torch.nn.functional as F
+
+        return F.l1_loss(output, target) if kind == "l1" else F.mse_loss(output, target)
     difference = output - target
     if kind == "l1":
         return difference.abs().mean()
@@ -89,7 +97,7 @@ class TorchScriptTraining(Coupling):
             with clock("forward"):
                 output = self.module(*inputs)
             with clock("loss"):
-                loss = loss_of(output, target, ctx.spec.loss)
+                loss = loss_of(output, target, ctx.spec.loss, ctx.spec.train_call)
             with clock("backward"):
                 loss.backward()
             if self.allreduce is not None:

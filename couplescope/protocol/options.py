@@ -57,6 +57,14 @@ OPTIMIZERS = ("sgd", "adam")
 #: the loss a training step minimises: mean squared error (FTorch's example 11,
 #: pytorch-fortran's L2) or mean absolute error
 LOSSES = ("mse", "l1")
+#: whose training step the native host makes, call for call: FTorch's example 11 (the loss
+#: from FTorch's overloaded operators and torch_tensor_mean, into a loss tensor over the
+#: host's buffer), FTorch with torch_loss_mse (one mse_loss call into that tensor), or
+#: pytorch-fortran's torch_module%train (one mse_loss call on a tensor of its own, the loss
+#: read with item() inside the call)
+TRAIN_CALLS = ("ftorch-operators", "ftorch-mse", "pytorch-fortran")
+#: the train calls whose loss is one fused loss function call
+FUSED_LOSS_CALLS = ("ftorch-mse", "pytorch-fortran")
 #: the grad-mode guard around forward: no_grad is FTorch's (torch::AutoGradMode(false));
 #: inference is a what-if (c10::InferenceMode)
 GRAD_MODES = ("no_grad", "inference")
@@ -314,6 +322,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("loss", str, "mse", "the loss a training step minimises: mse (mean squared error, "
            "as FTorch's example 11 and pytorch-fortran) or l1 (mean absolute error)", _TRAIN,
            choices=LOSSES, tasks=("train",), metavar="NAME"),
+    Option("train_call", str, "ftorch-operators", "whose training step is made, call for call: "
+           "ftorch-operators (FTorch's example 11: the loss from FTorch's operators and "
+           "torch_tensor_mean, into a loss tensor over the host's buffer), ftorch-mse (FTorch's "
+           "torch_loss_mse: one mse_loss call into that tensor) or pytorch-fortran (its "
+           "torch_module's train: one mse_loss call, the loss read inside the call); the python "
+           "host and the bridge make the loss from operators for the first, with one "
+           "F.mse_loss (or l1_loss) call for the others", _TRAIN, choices=TRAIN_CALLS,
+           tasks=("train",), metavar="FORM", label="train call"),
     Option("save_model", str, None, "write the trained model as TorchScript to PATH when the "
            "variant ends (pytorch-fortran's save); several variants: -<variant> is added before "
            "the extension", _TRAIN, tasks=("train",), metavar="PATH", label="save model"),

@@ -196,7 +196,7 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     training = prepared.training
     if training is not None:
         fields["training"] = {"task": training.task.name, "optimizer": training.optimizer,
-                              "lr": training.lr, "loss": spec.loss,
+                              "lr": training.lr, "loss": spec.loss, "train_call": spec.train_call,
                               "gradient_tolerance": training.tolerance,
                               "targets": {n: list(a.shape) for n, a in training.targets.items()}}
     if len(loads) > 1:

@@ -161,7 +161,7 @@ class Training:
             isinstance(self.task, RandomTarget) else self.losses.well_below()
         saved = self.save(coupling)
         return {"task": self.task.name, "optimizer": self.optimizer, "lr": self.lr,
-                "loss": self.spec.loss, "steps": self.losses.steps,
+                "loss": self.spec.loss, "train_call": self.spec.train_call, "steps": self.losses.steps,
                 "gradient_check": self.gradient_check, "final_check": final,
                 **({"saved_model": saved} if saved else {})}
 
@@ -233,7 +233,7 @@ def reference_step(initial, data, calls, spec, optimizer_name: str, lr: float, a
         optimizer.zero_grad()
         tensors = [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in call.inputs]
         output = model(*tensors)
-        loss = loss_of(output, torch.from_numpy(np.ascontiguousarray(targets[call.output])), spec.loss)
+        loss = loss_of(output, torch.from_numpy(np.ascontiguousarray(targets[call.output])), spec.loss, spec.train_call)
         loss.backward()
         if allreduce is not None:
             allreduce(list(model.parameters()))

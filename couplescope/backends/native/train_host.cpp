@@ -21,6 +21,14 @@
 //                        compiler that finalizes function results does (gfortran 12 does not,
 //                        and leaks 4.6 kB a step: docs/training.md); the mean copied into the
 //                        loss buffer (torch_tensor_mean: `std::move(*loss) = mean`, copy_)
+//                        --train-call ftorch-mse: FTorch's torch_loss_mse instead, the loss
+//                        handle made as above, then one mse_loss (or l1_loss) call of
+//                        torch::nn::functional copied into it (`std::move(*loss) = ...`), no
+//                        operator temporaries. --train-call pytorch-fortran: its
+//                        torch_module_train_cpp, no loss handle: `loss_tensor = mse_loss(...)`
+//                        on a tensor of its own, `loss_tensor.backward()`, and after the
+//                        step, still inside its train call, `*loss = loss_tensor.item<float>()`
+//                        (timed in the step phase)
 //            backward    loss.backward() with an undefined gradient (libtorch seeds ones)
 //                        and retain_graph false (torch_tensor_backward)
 //            allreduce   under MPI: the worker's gradient averaging (mpi4py), between backward
@@ -47,6 +55,7 @@
 #include "host_common.h"
 
 #include <torch/csrc/utils/pybind.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/optim.h>
 
 #include <memory>
@@ -55,15 +64,25 @@ namespace couplescope_native {
 
 namespace {
 
+// --train-call: whose training step, call for call
+enum class Form { kFtorchOperators, kFtorchMse, kPytorchFortran };
+
+Form form_of(const std::string& train_call) {
+  if (train_call == "ftorch-operators") return Form::kFtorchOperators;
+  if (train_call == "ftorch-mse") return Form::kFtorchMse;
+  if (train_call == "pytorch-fortran") return Form::kPytorchFortran;
+  throw std::invalid_argument("native training host: unknown train call " + train_call);
+}
+
 class TrainHost {
  public:
   static constexpr int kPhases = 8;  // marshal_in, h2d, zero_grad, forward, loss, backward, allreduce, step
 
   TrainHost(std::string path, std::string device, std::string optimizer, double lr,
-            std::string loss, std::vector<Call> calls, py::object allreduce)
+            std::string loss, std::string train_call, std::vector<Call> calls, py::object allreduce)
       : path_(std::move(path)), device_(device), optimizer_name_(std::move(optimizer)), lr_(lr),
-        l1_(loss == "l1"), calls_(std::move(calls)), allreduce_(std::move(allreduce)),
-        on_gpu_(device_.is_cuda()) {
+        l1_(loss == "l1"), form_(form_of(train_call)), calls_(std::move(calls)),
+        allreduce_(std::move(allreduce)), on_gpu_(device_.is_cuda()) {
     if (optimizer_name_ != "sgd" && optimizer_name_ != "adam")
       throw std::invalid_argument("native training host: unknown optimizer " + optimizer_name_);
     if (loss != "mse" && loss != "l1")
@@ -291,12 +310,19 @@ class TrainHost {
       }
 
       // loss: torch_tensor_from_array(loss, loss_data), then
-      // torch_tensor_mean(loss, (out - target) ** 2)
+      // torch_tensor_mean(loss, (out - target) ** 2), or torch_loss_mse(loss, out, target)
       PhaseRange loss_range(profiling_, "couplescope/loss");
       t0 = Clock::now();
       release_loss();
-      loss_ = from_array_of(loss_buffer_);
-      {
+      if (form_ != Form::kPytorchFortran) loss_ = from_array_of(loss_buffer_);  // no handle there
+      namespace F = torch::nn::functional;
+      if (form_ == Form::kPytorchFortran) {
+        torch::AutoGradMode enable_grad(true);
+        own_loss_ = l1_ ? F::l1_loss(*outputs_[c], *target) : F::mse_loss(*outputs_[c], *target);
+      } else if (form_ == Form::kFtorchMse) {
+        torch::AutoGradMode enable_grad(true);
+        std::move(*loss_) = l1_ ? F::l1_loss(*outputs_[c], *target) : F::mse_loss(*outputs_[c], *target);
+      } else {
         torch::AutoGradMode enable_grad(true);  // the thread's default in a Fortran code
         torch::Tensor* difference = operator_result(*outputs_[c]);
         *difference = *outputs_[c] - *target;
@@ -318,7 +344,11 @@ class TrainHost {
       // backward: undefined gradient (libtorch seeds ones_like), retain_graph false
       PhaseRange back(profiling_, "couplescope/backward");
       t0 = profiling_ ? Clock::now() : t1;
-      loss_->backward({}, false);
+      if (form_ == Form::kPytorchFortran) {
+        own_loss_.backward();  // loss_tensor.backward()
+      } else {
+        loss_->backward({}, false);
+      }
       sync();
       t1 = Clock::now();
       back.end();
@@ -340,6 +370,10 @@ class TrainHost {
       PhaseRange opt(profiling_, "couplescope/step");
       t0 = profiling_ ? Clock::now() : t1;
       optimizer_->step();
+      if (form_ == Form::kPytorchFortran) {  // in its train call: *loss = loss_tensor.item<float>(),
+        read_loss_ = own_loss_.item<float>();  // then the call's tensors end with it
+        own_loss_ = torch::Tensor();
+      }
       sync();
       t1 = Clock::now();
       elapsed += seconds(start, t1);
@@ -349,7 +383,9 @@ class TrainHost {
       release();
       throw;
     }
-    loss_sum_ += loss_->detach().to(torch::kDouble).item<double>();  // read after the step, untimed
+    // read after the step, untimed (pytorch-fortran's train read it inside the call)
+    loss_sum_ += form_ == Form::kPytorchFortran ? static_cast<double>(read_loss_)
+                                                : loss_->detach().to(torch::kDouble).item<double>();
     ++losses_;
     release();
     return true;
@@ -377,6 +413,9 @@ class TrainHost {
   std::string optimizer_name_;
   double lr_;
   bool l1_;
+  Form form_;                // --train-call: whose step
+  torch::Tensor own_loss_;   // pytorch-fortran: the train call's own loss tensor
+  float read_loss_ = 0;      // pytorch-fortran: the loss its train call reads and returns
   std::vector<Call> calls_;
   py::object allreduce_;
   bool on_gpu_;
@@ -396,8 +435,8 @@ class TrainHost {
 
 void register_train(py::module_& m) {
   py::class_<TrainHost>(m, "TrainHost")
-      .def(py::init<std::string, std::string, std::string, double, std::string, std::vector<Call>,
-                    py::object>())
+      .def(py::init<std::string, std::string, std::string, double, std::string, std::string,
+                    std::vector<Call>, py::object>())
       .def("load", &TrainHost::load)
       .def("call", &TrainHost::call)
       .def("call_batch", &run_batch<TrainHost>)

@@ -34,7 +34,8 @@ class NativeTraining(Coupling):
         self._params = []
         allreduce = (lambda: reducer(self._params)) if reducer is not None else None
         self.host = self.native.TrainHost(ctx.torchscript_path, ctx.device, ctx.extra["optimizer"],
-                                          float(ctx.extra["lr"]), ctx.spec.loss, calls, allreduce)
+                                          float(ctx.extra["lr"]), ctx.spec.loss, ctx.spec.train_call, calls,
+                                          allreduce)
         self._losses: list[float] = []
         if not ctx.spec.reload_every_call:
             from couplescope.backends.native.batch import NativeBatchRunner

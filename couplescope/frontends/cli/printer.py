@@ -191,7 +191,8 @@ class HeadlessPrinter(Listener):
         if ev.training:
             t = ev.training
             self.print(f"training: {t['task']}; {t['optimizer']}, learning rate {t['lr']:g}, "
-                       f"{t['loss']} loss; the first step checked against eager PyTorch within "
+                       f"{t['loss']} loss{_made_as(t.get('train_call'))}; "
+                       f"the first step checked against eager PyTorch within "
                        f"{t['gradient_tolerance']:g}")
 
     def _on_iterations(self, ev: events.Iterations):
@@ -400,6 +401,12 @@ def compiles_on_load(spec) -> bool:
         return backends.get(spec.backend).compiles_on_load(spec)
     except (UsageError, ImportError):
         return False
+
+
+def _made_as(train_call) -> str:
+    """How a training step's loss is made, where it is not FTorch's example 11's way."""
+    return {"ftorch-mse": " (FTorch's torch_loss_mse)",
+            "pytorch-fortran": " (pytorch-fortran's train)"}.get(train_call, "")
 
 
 def fortran_e(value: float) -> str:
