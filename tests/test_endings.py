@@ -154,16 +154,20 @@ TMUX = shutil.which("tmux")
 
 
 @pytest.mark.skipif(TMUX is None, reason="needs tmux to give the app a real terminal")
-@pytest.mark.parametrize("ending", ["SIGTERM", "hang-up"])
+@pytest.mark.parametrize("ending", ["SIGTERM", "hang-up", "hang-up, no SIGHUP"])
 def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
     """The app in a real terminal (tmux), a run going: SIGTERM restores the terminal and
     exits 143; closing the terminal (tmux kills the pane: SIGHUP) exits 129. Both save the
-    run in progress, and leave no process and no temporary folder."""
+    run in progress, and leave no process and no temporary folder. "no SIGHUP": the shell
+    around the app ignores SIGHUP, so none reaches the app (the kernel signals the session
+    leader): the app must notice its terminal gone by itself (it used to block for good,
+    its worker still busy, nothing saved), and end as on a hang-up."""
     socket = str(tmp_path / "tmux.sock")
     runs = tmp_path / "runs"
     (tmp_path / "tmp").mkdir()
     code_file = tmp_path / "code"
-    command = (f"cd {tmp_path} && TMPDIR={tmp_path / 'tmp'} {sys.executable} -m couplescope --tui "
+    command = (("trap '' HUP; " if ending == "hang-up, no SIGHUP" else "") +
+               f"cd {tmp_path} && TMPDIR={tmp_path / 'tmp'} {sys.executable} -m couplescope --tui "
                f"--model toy-resnet --size 16 --iterations 1000000 --export {runs}; "
                f"echo $? > {code_file}.part && mv {code_file}.part {code_file}; sleep 30")
     tmux = [TMUX, "-S", socket]
@@ -198,7 +202,13 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
             shown = screen()
             assert "saved to" in shown and "Pick p" not in shown   # the terminal is back
         else:
+            shell = app.parent()   # ignoring SIGHUP, it outlives the terminal: ended below
             subprocess.run([*tmux, "kill-session", "-t", "t"], check=True)
+            if ending == "hang-up, no SIGHUP":
+                wait_for(lambda: code_file.exists(), what="the app to exit")
+                assert code_file.read_text().strip() == "129"
+                for p in [shell, *shell.children(recursive=True)]:
+                    p.kill()
         gone, alive = psutil.wait_procs(processes, timeout=30)
         assert not alive, [p.cmdline() for p in alive]
         [run] = list(runs.iterdir())

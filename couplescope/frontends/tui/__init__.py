@@ -21,9 +21,14 @@ def launch(options, recording=None) -> int:
         raise UsageError("--tui needs a terminal (its input and output are not one here); in a "
                          "batch job run headless: couplescope --model NAME or --preset NAME")
     from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.terminal_watch import TerminalWatch
 
     app = CoupleScopeApp(options, recording=recording)
-    app.run()
+    watch = TerminalWatch(sys.stdin.fileno()).start()   # a hang-up that sends no SIGHUP
+    try:
+        app.run()
+    finally:
+        watch.stop()
     for line in app.farewell:   # after the terminal is restored (it may be gone: SIGHUP)
         try:
             print(line, file=sys.stderr)

@@ -310,17 +310,21 @@ class CoupleScopeApp(App):
                 if record.session is not None and not record.done.is_set():
                     record.session.stop()
                     record.done.wait(timeout=15)
-            self._export_unsaved()
+            # a run whose session has not reported by then is saved as it stands: no
+            # terminal is left to say anything, and what was measured must not be lost
+            self._export_unsaved(unfinished=True)
         finally:
             scratch.remove()
             os._exit(exit_code(signal=signum))
 
-    def _export_unsaved(self) -> None:
+    def _export_unsaved(self, unfinished: bool = False) -> None:
         """Export every run not exported yet (into --export's directory, else
-        ./couplescope-runs), noting where for the farewell lines."""
+        ./couplescope-runs), noting where for the farewell lines. `unfinished` (a hang-up):
+        a run whose session has not finished too, and a run that fails to export does not
+        keep the others from it."""
         parent = self.options.export or DEFAULT_PARENT
         for record in self.runs.values():
-            if record.export_path or not record.done.is_set():
+            if record.export_path or not (record.done.is_set() or unfinished):
                 continue
             try:
                 path = record.export(parent)
@@ -329,6 +333,10 @@ class CoupleScopeApp(App):
                                         if record.export_missing else ""))
             except (UsageError, OSError) as exc:
                 self.farewell.append(f"couplescope: run {record.name} not saved: {exc}")
+            except Exception as exc:   # noqa: BLE001 - only on a hang-up: nobody to show it to
+                if not unfinished:
+                    raise
+                self.farewell.append(f"couplescope: run {record.name} not saved: {type(exc).__name__}: {exc}")
 
     def _save_and_exit(self) -> None:
         self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
