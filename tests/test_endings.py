@@ -174,9 +174,12 @@ def test_the_app_saves_the_run_going_when_ended_or_hung_up(tmp_path, ending):
     subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-s", "t", command], check=True)
     try:
         def app_process():
+            """This test's app: its --export folder is this test's own (the other endings
+            run beside it in the other test worker; taking their app for this one ended
+            theirs, or looked for a save before this one's was made)."""
             for p in psutil.process_iter(["cmdline"]):
                 cmd = p.info["cmdline"] or []
-                if "--tui" in cmd and any("python" in c for c in cmd[:1]) and "couplescope" in cmd:
+                if "--tui" in cmd and "couplescope" in cmd and str(runs) in cmd:
                     return p
             return None
 
