@@ -21,6 +21,7 @@ from couplescope.frontends.cli.comparison import comparison_table
 from couplescope.frontends.cli.ranks_report import report_lines
 from couplescope.frontends.cli.step_lines import PER_RANK_LINES, StepLines
 from couplescope.frontends.cli.trace_lines import format_lines
+from couplescope.frontends.cli.training_lines import made_as, training_lines
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
 from couplescope.results import ranks, stats
@@ -191,7 +192,7 @@ class HeadlessPrinter(Listener):
         if ev.training:
             t = ev.training
             self.print(f"training: {t['task']}; {t['optimizer']}, learning rate {t['lr']:g}, "
-                       f"{t['loss']} loss{_made_as(t.get('train_call'))}; "
+                       f"{t['loss']} loss{made_as(t.get('train_call'))}; "
                        f"the first step checked against eager PyTorch within "
                        f"{t['gradient_tolerance']:g}")
 
@@ -401,51 +402,3 @@ def compiles_on_load(spec) -> bool:
         return backends.get(spec.backend).compiles_on_load(spec)
     except (UsageError, ImportError):
         return False
-
-
-def _made_as(train_call) -> str:
-    """How a training step's loss is made, where it is not FTorch's example 11's way."""
-    return {"ftorch-mse": " (FTorch's torch_loss_mse)",
-            "pytorch-fortran": " (pytorch-fortran's train)"}.get(train_call, "")
-
-
-def fortran_e(value: float) -> str:
-    """Fortran's E10.4 as FTorch's allclose prints a tolerance: 0.1000E-02."""
-    if value == 0:
-        return "0.0000E+00"
-    import math
-
-    exponent = math.floor(math.log10(abs(value))) + 1
-    return f"{value / 10 ** exponent:.4f}E{exponent:+03d}"
-
-
-def training_lines(training: dict | None, variant) -> list[str]:
-    """What a training variant learnt: the first step's check, the losses, the learning
-    task's own check (FTorch's example 11 prints `PASSED :: [training] relative tolerance
-    = 0.1000E-02`), where the trained model went."""
-    if not training:
-        return []
-    lines = []
-    gradient = training.get("gradient_check") or {}
-    if gradient:
-        word = "PASSED" if gradient.get("passed") else "FAILED"
-        lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
-    losses = [it["loss"] for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
-    if losses:
-        lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
-                     f"({training.get('steps', len(losses))} steps, {training.get('optimizer')} "
-                     f"lr {training.get('lr', 0):g})")
-    final = training.get("final_check") or {}
-    if final.get("passed") is not None:
-        word = "PASSED" if final["passed"] else "FAILED"
-        tolerance = final.get("tolerance")
-        if final.get("max_rel_error") is not None and tolerance is not None:
-            lines.append(f"{word} :: [training] relative tolerance = {fortran_e(tolerance)}")
-        else:
-            lines.append(f"{word} :: [training] {final.get('check', 'learnt')}")
-        lines.append(f"  {final.get('message', '')}")
-    elif final.get("message"):
-        lines.append(f"training: {final['message']}")
-    if training.get("saved_model"):
-        lines.append(f"trained model saved (TorchScript): {training['saved_model']}")
-    return lines
