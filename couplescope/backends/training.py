@@ -16,6 +16,7 @@ every host minimises the same loss with the same optimizer.
 from __future__ import annotations
 
 from couplescope.backends.base import Coupling
+from couplescope.protocol.options import FUSED_LOSS_CALLS
 from couplescope.backends.host_memory import HostTensors
 
 #: a training step's phases, in the order they happen
@@ -35,9 +36,8 @@ def loss_of(output, target, kind: str, call: str = "ftorch-operators"):
     """The loss. From tensor operations, as FTorch's example 11 writes it in Fortran:
     mean((output - target)**2) for mse, mean(|output - target|) for l1; or, for the train
     calls that make it in one call (FTorch's torch_loss_mse, pytorch-fortran's train),
-    torch.nn.functional.mse_loss or l1_loss."""
-    from couplescope.protocol.options import FUSED_LOSS_CALLS
-
+    torch.nn.functional.mse_loss or l1_loss. It runs inside the timed loss phase: the
+    form's test is a tuple lookup, and the fused forms' import finds the loaded module."""
     if call in FUSED_LOSS_CALLS:
         import torch.nn.functional as F
 
