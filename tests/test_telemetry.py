@@ -272,6 +272,10 @@ def test_the_node_sampler_samples_its_ranks_and_their_children_never_itself():
     assert isinstance(by_rank[3]["affinity"], list) and set(by_rank[3]["ctx_switches"]) == {"voluntary", "involuntary"}
     assert isinstance(last["system"]["load"], list) and len(last["system"]["cpu_percent"]) == os.cpu_count()
     assert last["sampler"]["cpu_seconds"] > 0 and last["sampler"]["dropped"] == 0
+    # its own share, as every sample has it, so that other processes' CPU can be told apart
+    from couplescope.probes.tree import others_cpu_percent
+
+    assert isinstance(last["sampler"]["cpu_percent"], float) and isinstance(others_cpu_percent(last), float)
 
 
 def test_the_node_sampler_drops_a_rank_that_ended_and_its_open_stat_file():
@@ -333,6 +337,36 @@ def test_the_node_sampler_reads_many_ranks_in_turn_and_reports_every_one():
             assert len(read) == tree.READS_PER_TICK
             seen.update(read)
         assert seen == {p.pid for p in ranks}   # every rank had its turn
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+
+
+def test_a_node_sample_line_is_the_sample_whichever_readings_were_reused():
+    """The node sampler encodes each reading once, when it is read, and builds each line
+    from those pieces: every line must still decode to exactly the sample it was made
+    from, on ticks that read some processes afresh and reuse the others."""
+    import json
+
+    from couplescope.probes import tree
+
+    encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=str).encode
+    ranks = [subprocess.Popen(["sleep", "600"]) for _ in range(tree.READS_PER_TICK + 4)]
+    try:
+        sampler = tree.RanksSampler({p.pid: r for r, p in enumerate(ranks)})
+        lines = []
+        for tick in range(4):
+            sample = sampler.sample()
+            sample.update(t=float(tick), node="n1", iteration=None)
+            line = sampler.line(sample, encode)
+            assert line.endswith(b"\n") and line.count(b"\n") == 1
+            assert json.loads(line) == json.loads(encode(sample))
+            lines.append(json.loads(line))
+        # later ticks carried fresh CPU readings for some ranks and kept the rest
+        cpu = [{p["pid"]: p["cpu_percent"] for p in got["processes"]} for got in lines]
+        assert all(len(c) == len(ranks) for c in cpu)
+        assert all(v == tree.NA for v in cpu[0].values()) and any(v != tree.NA for v in cpu[1].values())
     finally:
         for p in ranks:
             p.kill()

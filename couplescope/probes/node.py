@@ -18,8 +18,9 @@ what couplescope.probes.tree reads, plus
     "t": seconds since the epoch, "elapsed": seconds since the node's first rank started,
     "iteration": the iteration running ({"kind", "index"}) or null, read from the state
                  the rank writes after each iteration (see IterationState),
-    "sampler": {"pid": this process's (one sampler a node), "cpu_seconds": its CPU time so
-                far, "dropped": samples lost because the rank did not read them in time}
+    "sampler": {"pid": this process's (one sampler a node), "cpu_percent": its CPU since the
+                last sample (as every sample has it), "cpu_seconds": its CPU time so far,
+                "dropped": samples lost because the rank did not read them in time}
 
 Writes never block: a rank busy in a long call (or a model load) leaves samples in the
 pipe; past what the pipe and a small buffer hold, the oldest are dropped and counted. It
@@ -138,10 +139,9 @@ def run(hz: float, node: str, ranks: dict[int, int], state: IterationState | Non
                 return 0
             now = time.time()
             sample.update(t=now, node=node, elapsed=round(now - started, 3),
-                          iteration=state.get() if state is not None else None,
-                          sampler={"pid": os.getpid(), "cpu_seconds": round(time.process_time(), 4),
-                                   "dropped": outbox.dropped})
-            if not outbox.send((encode(sample) + "\n").encode()):
+                          iteration=state.get() if state is not None else None)
+            sample["sampler"].update(cpu_seconds=round(time.process_time(), 4), dropped=outbox.dropped)
+            if not outbox.send(sampler.line(sample, encode)):
                 return 0
             tick += period
             delay = tick - time.monotonic()

@@ -63,10 +63,8 @@ class TreeSampler:
         self._memory: dict = {}
 
     def _cpu_times(self):
-        try:
-            return self.ps.cpu_times(percpu=True)
-        except Exception:
-            return None
+        """(busy + idle, idle) clock ticks per core, or None."""
+        return _core_times() or _core_times_psutil(self.ps)
 
     def _per_core(self) -> list:
         """Busy percent per core since the last sample (our own deltas: no shared psutil state)."""
@@ -75,10 +73,9 @@ class TreeSampler:
         if not now or not last or len(now) != len(last):
             return NA
         out = []
-        for a, b in zip(last, now):
-            total = sum(b) - sum(a)
-            idle = (b.idle - a.idle) + (getattr(b, "iowait", 0) - getattr(a, "iowait", 0))
-            out.append(round(100.0 * (total - idle) / total, 1) if total > 0 else 0.0)
+        for (total0, idle0), (total1, idle1) in zip(last, now):
+            total = total1 - total0
+            out.append(round(100.0 * (total - (idle1 - idle0)) / total, 1) if total > 0 else 0.0)
         return out
 
     def _own_cpu(self):
@@ -248,6 +245,36 @@ def others_cpu_percent(sample: dict):
     return round(max(0.0, sum(cores) - tree - own), 1)
 
 
+_PROC_STAT: list = []   # /proc/stat, opened once per process and read with pread
+
+
+def _core_times() -> list | None:
+    """(total, idle + iowait) clock ticks of every core, from one pread of /proc/stat kept
+    open: psutil.cpu_times(percpu=True) opens, reads and parses it into named tuples, which
+    at 10 Hz cost about 0.1 ms of CPU more per tick (on a 1%-of-a-core budget of 1 ms).
+    None without /proc."""
+    try:
+        if not _PROC_STAT:
+            _PROC_STAT.append(os.open("/proc/stat", os.O_RDONLY))
+        data = os.pread(_PROC_STAT[0], 1 << 16, 0)
+    except OSError:
+        return None
+    out = []
+    for line in data.split(b"\n")[1:]:   # the first line is all cores together
+        if not line.startswith(b"cpu"):
+            break
+        fields = [int(v) for v in line.split()[1:]]
+        out.append((sum(fields), fields[3] + (fields[4] if len(fields) > 4 else 0)))
+    return out or None
+
+
+def _core_times_psutil(ps) -> list | None:
+    try:
+        return [(sum(t), t.idle + getattr(t, "iowait", 0)) for t in ps.cpu_times(percpu=True)]
+    except Exception:
+        return None
+
+
 def _parent_of(pid: int):
     """The parent pid from /proc/<pid>/stat, or None when it cannot be read."""
     try:
@@ -260,7 +287,7 @@ def _parent_of(pid: int):
 
 def _tree_totals(processes: list) -> dict:
     def total(key):
-        values = [p[key] for p in processes if is_number(p[key])]
+        values = [v for v in (p[key] for p in processes) if type(v) in (int, float)]   # not "n/a", not bool
         return round(sum(values), 1) if values else NA
     return {"processes": len(processes), "cpu_percent": total("cpu_percent"),
             "rss": total("rss"), "threads": total("threads")}
@@ -268,10 +295,13 @@ def _tree_totals(processes: list) -> dict:
 
 #: processes the node sampler reads afresh per tick at most; with more on the node it reads
 #: them in turn and each sample carries every process's latest reading (its CPU measured
-#: over its own interval since its last one). Every process read at every tick cost 1.27%
-#: of a core at 10 Hz for 64 ranks and 2.46% for 128 (benchmarks/telemetry_overhead.py);
-#: the budget is 1% per node, which 32 a tick kept (0.88%)
-READS_PER_TICK = 32
+#: over its own interval since its last one). Every process at every tick cost 1.27% of a
+#: core at 10 Hz for 64 ranks and 2.46% for 128; 32 a tick still cost 1.02-1.05% for 64
+#: ranks, 1.16-1.25% for 128 and 1.61% for 256; 16 a tick (with /proc/stat read directly
+#: and each reading encoded once) 0.69-0.73% for 64, 0.81% for 128, 0.87-0.995% for 256
+#: (benchmarks/telemetry_overhead.py; the budget is 1% per node). At 10 Hz a node's 32
+#: ranks are each read 5 times a second, 128 ranks 1.25 times
+READS_PER_TICK = 16
 
 
 class RanksSampler(TreeSampler):
@@ -284,7 +314,7 @@ class RanksSampler(TreeSampler):
         self.ranks = dict(ranks)
         self._latest: dict[int, dict] = {}   # pid -> its latest reading, for the ticks that skip it
         self._turn = 0                        # where this tick's reads begin among the processes
-        self._due: set[int] | None = None     # the processes read afresh this tick (None: all)
+        self._fragments: dict[int, str] = {}  # pid -> the JSON of its latest reading (see `line`)
         self._me = os.getpid()   # a child of a rank, but not one of the rank's own processes
         self._cpu_seen: dict[int, tuple[float, float]] = {}   # pid -> (when, CPU seconds)
         self._slow_extra: dict[int, dict] = {}                # pid -> affinity, context switches
@@ -307,20 +337,70 @@ class RanksSampler(TreeSampler):
         return "child", NA, name
 
     def sample(self) -> dict | None:
-        self._slow_now = time.monotonic() >= self._next_slow
-        known = sorted(self._known)
-        if len(known) > READS_PER_TICK:   # this tick's turn: the next READS_PER_TICK, round the list
-            start = self._turn % len(known)
-            self._due = set((known + known)[start:start + READS_PER_TICK])
+        """One sample of the node, as TreeSampler.sample gives it (None once every rank has
+        gone), at a cost per tick bounded by READS_PER_TICK whatever the ranks: only the
+        processes whose turn it is (and new ones) are read; the others keep their latest
+        reading, and `line` reuses the JSON already made of it."""
+        now = time.monotonic()
+        known = self._known
+        self._slow_now = now >= self._next_slow
+        if self._slow_now:   # new processes and system memory, twice a second (TreeSampler.sample)
+            self._next_slow = now + SLOW_PERIOD
+            self._memory = self._read_memory()
+            listed = self._tree()
+            for pid in known.keys() - set(listed):
+                self._forget(pid)
+            for pid in listed:
+                if pid not in known:
+                    try:
+                        proc = self.ps.Process(pid)
+                    except self.ps.Error:   # ended since the listing
+                        continue
+                    known[pid] = (proc, *self._identify(proc))
+        order = list(known)
+        due = None
+        if len(order) > READS_PER_TICK:   # this tick's turn: the next READS_PER_TICK, round the list
+            start = self._turn % len(order)
+            due = set((order + order)[start:start + READS_PER_TICK])
             self._turn = start + READS_PER_TICK
-        else:
-            self._due = None
-        got = super().sample()
-        for pid in self._stat_fds.keys() - self._known.keys():   # gone: its file goes too
-            os.close(self._stat_fds.pop(pid))
-        for pid in self._latest.keys() - self._known.keys():
-            del self._latest[pid]
-        return got
+        latest, processes = self._latest, []
+        for pid in order:
+            if due is None or pid in due or pid not in latest:
+                reading = self._read(*known[pid], first=pid not in latest)
+                if reading is None:
+                    self._forget(pid)
+                    continue
+                latest[pid] = reading
+                self._fragments.pop(pid, None)
+            processes.append(latest[pid])
+        if not any(pid in known for pid in self.ranks):
+            return None
+        return {"processes": processes, "tree": _tree_totals(processes),
+                "sampler": {"pid": self._me, "cpu_percent": self._own_cpu()},
+                "system": {"cpu_percent": self._per_core(), **self._memory},
+                "gpu": self.gpu.sample([p["pid"] for p in processes]) if self.gpu is not None else NA}
+
+    def line(self, sample: dict, encode) -> bytes:
+        """`sample` as one JSON line (what `encode` makes of it), each process's reading
+        encoded once, when it was read: at 128 ranks, encoding every reading at every tick
+        was a fifth of the node sampler's CPU."""
+        fragments, parts = self._fragments, []
+        for reading in sample["processes"]:
+            part = fragments.get(reading["pid"])
+            if part is None:
+                part = fragments[reading["pid"]] = encode(reading)
+            parts.append(part)
+        rest = encode({k: v for k, v in sample.items() if k != "processes"})
+        joined = ",".join(parts)
+        return ('{"processes":[' + joined + "]" + ("," + rest[1:] if len(rest) > 2 else "}") + "\n").encode()
+
+    def _forget(self, pid: int) -> None:
+        """A process that has gone: everything kept of it, and its open stat file."""
+        for kept in (self._known, self._latest, self._fragments, self._cpu_seen, self._slow_extra):
+            kept.pop(pid, None)
+        fd = self._stat_fds.pop(pid, None)
+        if fd is not None:
+            os.close(fd)
 
     def _stat(self, pid: int) -> bytes | None:
         """/proc/<pid>/stat, read again through the descriptor opened the first time (a
@@ -342,8 +422,6 @@ class RanksSampler(TreeSampler):
         second. psutil's way, a call per field, cost 2.2% of a core at 10 Hz for 32 ranks
         (benchmarks/telemetry_overhead.py); the budget is 1% per node. Without /proc:
         psutil's way."""
-        if self._due is not None and proc.pid not in self._due and proc.pid in self._latest:
-            return self._latest[proc.pid]   # not its turn: its latest reading
         try:
             data = self._stat(proc.pid)
         except FileNotFoundError:
@@ -352,7 +430,7 @@ class RanksSampler(TreeSampler):
             return super()._read(proc, role, rank, name, first)
         if data is None:
             return None
-        fields = data.rsplit(b")", 1)[1].split()
+        fields = data.rsplit(b")", 1)[1].split(None, 22)   # up to RSS, the 22nd after the name
         if fields[0] in (b"Z", b"X"):
             return None   # exited, not yet reaped
         now = time.monotonic()
@@ -364,10 +442,8 @@ class RanksSampler(TreeSampler):
         slow = self._slow_extra.get(proc.pid)
         if slow is None or self._slow_now:
             slow = self._slow_extra[proc.pid] = self._affinity_and_switches(proc.pid)
-        reading = self._latest[proc.pid] = {"pid": proc.pid, "role": role, "rank": rank, "name": name,
-                                            "cpu_percent": cpu, "rss": rss, "threads": int(fields[17]),
-                                            **slow}
-        return reading
+        return {"pid": proc.pid, "role": role, "rank": rank, "name": name,
+                "cpu_percent": cpu, "rss": rss, "threads": int(fields[17]), **slow}
 
     def _affinity_and_switches(self, pid: int) -> dict:
         try:
