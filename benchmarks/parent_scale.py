@@ -124,7 +124,7 @@ class PipeWorkers:
     def prepare(self, spec, emit) -> None:
         pass
 
-    def start(self, spec, env: dict) -> "PipeWorker":
+    def start(self, spec, env: dict, shares=None) -> "PipeWorker":
         return PipeWorker(self.command(spec), self.clock)
 
 

@@ -299,3 +299,19 @@ async def test_the_app_plays_a_synthetic_multi_process_variant():
         assert variant.name == "two-ranks" and len(variant.timed) == 2 * 5
         plot = app.query_one("#plot")
         assert [p[1] for p in plot.points].count("timed") == 5   # the slowest rank per step
+
+
+def test_the_parent_scale_benchmark_feeds_the_real_parent_through_the_seam():
+    """benchmarks/parent_scale.py (issue 20's measure of the parent at 1024 ranks) plays its
+    simulated job behind the session's worker seam; it broke once when the seam gained an
+    argument, with nothing to notice. Run small, it must still reach the table with every
+    simulated call counted."""
+    import subprocess
+
+    script = os.path.join(os.path.dirname(FIXTURES), os.pardir, "benchmarks", "parent_scale.py")
+    done = subprocess.run([sys.executable, script, "--ranks", "16", "--iterations", "5", "--warmup", "2",
+                           "--ranks-per-node", "8", "--step-ms", "0", "--no-export"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.split("figures: ", 1)[1].splitlines()[0])
+    assert (figures["ranks"], figures["nodes"], figures["calls"], figures["exit"]) == (16, 2, 16 * 7, 0)
