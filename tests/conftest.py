@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 
 import pytest
+
+# no garbage collection while the test modules import torch and the rest: a dozen full
+# collections over a growing heap, about 0.9 s per test worker (pytest_collection_finish
+# turns it back on)
+gc.disable()
 
 #: the app's animations (the tab bar's underline sliding across) are off in tests: a Pilot
 #: key press waits for them to end, which doubled the time of every tab switch, and the
@@ -110,3 +116,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """The garbage collector, tuned for a test worker that holds torch, matplotlib and the
+    app's modules (half a million objects): without this the app's tests, which make
+    objects by the thousand, spent a third of their time in full collections that walked
+    all of it again (8-9 s of 25 s per worker for tests/test_tui_keys.py).
+
+    It is off while the test modules are imported (see the top of this file); then what is
+    loaded is frozen (moved where collections do not look), and full collections come ten
+    times less often. Only the test process is tuned: the app and the workers run with
+    Python's defaults."""
+    import matplotlib.pyplot  # noqa: F401  (imported later by the plots' and the app's tests)
+
+    import couplescope.frontends.tui.app  # noqa: F401
+    gc.collect()
+    gc.freeze()
+    first, second, _ = gc.get_threshold()
+    gc.set_threshold(first, second, 100)
+    gc.enable()

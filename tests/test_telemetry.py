@@ -194,10 +194,14 @@ def test_iteration_tracker_names_the_running_iteration():
                     {"kind": "timed", "index": 2}, {"kind": "profiled", "index": 1}, None]
 
 
-def test_tree_sampler_survives_children_that_come_and_go():
+def test_tree_sampler_survives_children_that_come_and_go(monkeypatch):
     """A real process tree whose children end between samples: no exception, never a stale
     pid. The churn goes on until the sampler has seen children come and go (a state, so a
-    busy machine that samples slowly only takes longer)."""
+    busy machine that samples slowly only takes longer). The sampler looks for new
+    processes every 50 ms here, not twice a second, so that six children are seen soon."""
+    from couplescope.probes import tree
+
+    monkeypatch.setattr(tree, "SLOW_PERIOD", 0.05)
     script = "while true; do sleep 0.05 & sleep 0.03 & wait; done"
     root = subprocess.Popen(["sh", "-c", script], start_new_session=True)
     sampler = TreeSampler(root.pid)

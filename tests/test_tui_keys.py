@@ -130,7 +130,7 @@ async def test_every_documented_key_works_after_typing_into_every_field(part):
     made, so that one app covers every field; test_q_quits_after_typing_into_a_field ends
     an app for real from one field of each kind), ? and escape, w, escape out of the field,
     and r."""
-    app = replay_app("two-backends")
+    app = replay_app("layout-c")
     async with app.run_test(size=SIZE) as pilot:
         assert text_fields(app) == every_text_field()
         quits: list[str] = []

@@ -37,13 +37,19 @@ async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out; the screen:\n" + on_screen(pilot.app)
-        await pilot.pause(0.1)
+        await pilot.pause(0.01)
 
 
 async def settle(pilot) -> None:
-    pilot.app.clear_notifications()
-    await pilot.pause(0.3)
-    pilot.app.redraw_views(force=True)
+    """The screen as it stays: no toast left, every view drawn now (they redraw on their
+    own timers), and the app idle."""
+    from textual.widgets._toast import Toast
+
+    app = pilot.app
+    app.clear_notifications()
+    await wait_for(pilot, lambda: not app.screen.query(Toast))
+    await pilot.wait_for_scheduled_animations()
+    app.redraw_views(force=True)
     await pilot.pause()
 
 
