@@ -10,8 +10,8 @@ import sys
 import pytest
 
 # no garbage collection while the test modules import torch and the rest: a dozen full
-# collections over a growing heap, about 0.9 s per test worker (pytest_collection_finish
-# turns it back on)
+# collections over a growing heap, about 0.9 s per test worker (pytest_runtestloop turns it
+# back on)
 gc.disable()
 
 #: the app's animations (the tab bar's underline sliding across) are off in tests: a Pilot
@@ -135,4 +135,10 @@ def pytest_collection_finish(session):
     gc.freeze()
     first, second, _ = gc.get_threshold()
     gc.set_threshold(first, second, 100)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """The collector back on in every process before its tests (or, in xdist's controller,
+    which collects nothing, its reports) begin."""
     gc.enable()
