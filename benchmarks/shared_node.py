@@ -141,6 +141,10 @@ def main() -> int:
             if expected is None:   # the first run tells how long one takes
                 _, expected = couplescope(argv)
             got = trial(argv, expected, busy, *pairs[0], args.busy_cores)
+            if got["ratio"] is None:   # e.g. a preset without --pairs: say what it has
+                names = ", ".join(v["name"] for v in got["doc"]["variants"])
+                raise SystemExit(f"the run has no variants {pairs[0][0]} and {pairs[0][1]} to pair; "
+                                 f"give --pairs BASE:OTHER (its variants: {names})")
             got["others"] = {f"{o}/{b}": ratio_of(got["doc"], b, o) for b, o in pairs[1:]}
             results[mode].append(got)
             extra = "".join(f", {k} {v:.3f}" for k, v in got.get("others", {}).items() if v)
