@@ -13,7 +13,7 @@ never samples from inside a worker.
 It writes one JSON object per line on stdout (a pipe the node's first rank reads between
 iterations, outside its timed calls; the samples then travel with the rank's events to
 rank 0 and on to the parent, as `telemetry` events labelled with the node). A sample is
-what couplescope.probes.tree reads, plus
+what couplescope.probes.ranks reads (a couplescope.probes.tree sample), plus
 
     "t": seconds since the epoch, "elapsed": seconds since the node's first rank started,
     "iteration": the iteration running ({"kind", "index"}) or null, read from the state
@@ -124,7 +124,7 @@ def run(hz: float, node: str, ranks: dict[int, int], state: IterationState | Non
         gpu: bool = True) -> int:
     """Sample until every rank has gone (or a signal ends it); 0."""
     from couplescope.probes.gpu import GpuProbe
-    from couplescope.probes.tree import RanksSampler
+    from couplescope.probes.ranks import RanksSampler
 
     probe = GpuProbe() if gpu else None
     sampler = RanksSampler(ranks, probe)
