@@ -71,6 +71,22 @@ def family(proc) -> list:
         return []
 
 
+def ended(proc, processes, timeout: float):
+    """(stdout, stderr) of `proc` once it has ended after a signal. One that has not ended
+    within `timeout` fails the test, after its processes are killed: a run left behind
+    would disturb the tests that come after it in this worker."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for p in [*processes, *family(proc)]:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        out, err = proc.communicate()
+        pytest.fail(f"still running {timeout:.0f} s after the signal (killed); its stderr:\n{err[-2000:]}")
+
+
 def assert_nothing_left(processes, tmp_path):
     gone, alive = psutil.wait_procs(processes, timeout=10)
     assert not alive, [p.cmdline() for p in alive]
@@ -91,7 +107,7 @@ def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, s
     assert len(processes) >= 2, "the worker was never seen"
     for p in (processes if to == "every process" else processes[:1]):
         p.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    out, err = ended(proc, processes, timeout=60)
     assert proc.returncode == code, err
     assert "Traceback" not in err
     assert f"{signal.Signals(sig).name}: stopped; what was measured is kept" in err

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from test_endings import QUIET, assert_nothing_left, family, start, timed_calls, wait_for
+from test_endings import QUIET, assert_nothing_left, ended, family, start, timed_calls, wait_for
 from test_mpi import needs_mpi
 
 
@@ -24,7 +24,7 @@ def test_an_interrupted_mpi_run_says_where_each_rank_ran(tmp_path):
     wait_for(lambda: timed_calls(runs) >= 10, seconds=180, what="ten timed steps of both ranks")
     processes = family(proc)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = ended(proc, processes, timeout=120)
     assert proc.returncode == 130, err
     assert "SIGINT: stopped; what was measured is kept" in err
     table = out.split("per rank (timed iterations):\n", 1)[1].splitlines()

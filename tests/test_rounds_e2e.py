@@ -9,7 +9,7 @@ import os
 import signal
 
 import pytest
-from test_endings import QUIET, assert_nothing_left, family, start, wait_for
+from test_endings import QUIET, assert_nothing_left, ended, family, start, wait_for
 
 from couplescope.protocol import events
 
@@ -80,7 +80,7 @@ def test_a_run_stopped_in_its_rounds_keeps_them_and_leaves_nothing(tmp_path, to)
     assert len(processes) >= 3, "two workers alive (one measuring, one waiting)"
     for p in (processes if to == "every process" else processes[:1]):
         p.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    out, err = ended(proc, processes, timeout=120)
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     doc = json.loads(open(os.path.join(run_dir(runs), "results.json")).read())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from couplescope.core import ending
 from couplescope.core.runner import LiveWorkers
 from couplescope.core.workers import WorkerHandle, Workers
 from couplescope.protocol import events
@@ -68,6 +69,7 @@ class Session:
                 for spec in self.specs:
                     if self._stop.is_set():
                         break
+                    ending.raise_if_pending()
                     self.measure_variant(spec)
             else:
                 self.measure_in_rounds(self.plan)
@@ -78,11 +80,13 @@ class Session:
         return self.builder
 
     def _interrupted_by(self, exc: BaseException) -> None:
-        from couplescope.core.ending import signum_of
-
+        """A signal (or Ctrl-C) ended the run: from here on it is being stopped and saved,
+        and later signals are ignored (couplescope.core.ending)."""
+        ending.acknowledge()
+        self._stop.set()   # the workers it ends were stopped, not broken
         self.interrupted = True
         if self.signal is None:
-            self.signal = signum_of(exc)
+            self.signal = ending.signum_of(exc)
 
     def _emit_output(self, spec, proc: WorkerHandle) -> None:
         """What the worker printed (a user module's print()s), once it has ended: shown and
@@ -148,9 +152,9 @@ class Session:
             for ev in proc.events():
                 ended = ended or ev.event in events.ENDINGS
                 self.emit(ev)
+                ending.raise_if_pending()   # a signal whose Ended something swallowed
         except KeyboardInterrupt as exc:
             self._interrupted_by(exc)
-            self._stop.set()
             proc.stop()
             for ev in proc.events():  # the worker's last words: it reports being interrupted
                 ended = ended or ev.event in events.ENDINGS
@@ -194,6 +198,7 @@ class Session:
                 for position, name in enumerate(order, 1):
                     if self._stop.is_set():
                         return
+                    ending.raise_if_pending()
                     if name not in over and not self._measure_round(by_name[name], plan, number, position):
                         over.add(name)
                 for listener in self.listeners:
@@ -201,6 +206,9 @@ class Session:
             for name in plan.orders[-1]:
                 if name not in over and not self._stop.is_set():
                     self._finish(by_name[name])
+        except KeyboardInterrupt as exc:
+            self._interrupted_by(exc)   # before the waiting workers are ended
+            raise
         finally:
             self._end_waiting()
 
