@@ -111,6 +111,46 @@ def test_a_run_in_rounds_records_its_order_and_each_calls_round(tmp_path):
     assert rebuilt["rounds"] == doc["rounds"] and rebuilt["comparison"] == doc["comparison"]
 
 
+def rounds_written(tmp_path, write_seconds: float) -> tuple[list[int], dict]:
+    """The rounds after which results.json was written, in a run of 20 rounds where each
+    round takes a second of the exporter's clock and each write `write_seconds`; and the
+    results.json the run ends with."""
+    run_ = pipeline.Pipeline(synthetic.request([A.replace(iterations=40), B.replace(iterations=40)],
+                                               export=str(tmp_path), rounds=20, order_seed=1),
+                             workers=synthetic.SyntheticWorkers())
+    exporter, now, current, written = run_.exporter, [0.0], [None], []
+    exporter.clock = lambda: now[0]
+    round_done, save = exporter.round_done, exporter._save_results
+
+    def timed_round_done(builder, number):
+        now[0] += 1.0
+        current[0] = number
+        round_done(builder, number)
+        current[0] = None
+
+    def timed_save(builder):
+        if current[0] is not None:
+            written.append(current[0])
+            now[0] += write_seconds
+        return save(builder)
+    exporter.round_done, exporter._save_results = timed_round_done, timed_save
+    outcome = run_.run()
+    assert outcome.exit_code == 0
+    return written, json.loads(open(f"{outcome.run_directory}/results.json").read())
+
+
+def test_results_json_is_rewritten_after_a_round_while_that_costs_at_most_a_tenth_of_the_time(tmp_path):
+    """A run of hundreds of rounds spent nine tenths of its parent's time rewriting a
+    results.json that grows with every round: a write now waits until the last one took at
+    most a tenth of the time since. The file the run ends with has every round."""
+    quick, _ = rounds_written(tmp_path / "quick", write_seconds=0.01)
+    assert quick == list(range(1, 21))
+    slow, doc = rounds_written(tmp_path / "slow", write_seconds=1.0)
+    assert slow == [1, 10, 19]
+    for v in doc["variants"]:
+        assert [r["round"] for r in v["rounds"]] == list(range(1, 21)) and v["stats"]["n"] == 40
+
+
 def test_a_recorded_run_in_rounds_replays_in_its_own_order(tmp_path):
     outcome, _ = run([A, B], export=str(tmp_path), rounds=3, order_seed=5)
     recording = replay.Recording.read(outcome.run_directory)

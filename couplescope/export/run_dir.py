@@ -133,6 +133,8 @@ class RunDirectoryExporter(Listener):
         self._events: EventsFile | None = None
         self._reserve: Reserve | None = None
         self._last_size = 0   # bytes of the last results.json written
+        self._next_round_save = 0.0   # the clock's time before which a round's write waits
+        self.clock = time.monotonic
         self._announce = announce
         self.on_created: list = []  # callbacks(path), for exporters that add files
         self._unwritten = True      # events results.json has not seen yet
@@ -245,10 +247,24 @@ class RunDirectoryExporter(Listener):
         if saved and self._events is not None:
             self._events.finish()   # then lines that waited for room, if there is some now
 
+    #: a run in rounds spends at most about this share of its time rewriting results.json
+    ROUND_WRITE_SHARE = 0.1
+
     def round_done(self, builder, round_number: int) -> None:
         """A run in rounds ends its variants only after the last round: results.json is
-        written after every round too, so an interruption loses no finished round."""
+        written after the rounds too, so a parent killed outright (SIGKILL) keeps the
+        rounds written. The file holds every call so far, and grows with every round: a
+        run of hundreds of rounds spent nine tenths of its parent's time rewriting it. So
+        a round's write waits until the last one's time is at most ROUND_WRITE_SHARE of
+        the time since (short runs still write after every round). Nothing is lost by an
+        interruption: a signal's ending writes results.json whole, and events.jsonl has
+        every event as it came."""
+        started = self.clock()
+        if started < self._next_round_save:
+            return
         self.variant_done(builder)
+        took = self.clock() - started
+        self._next_round_save = started + took / self.ROUND_WRITE_SHARE
 
     def _save_results(self, builder) -> bool:
         """results.json, replaced atomically; when there is no room, the reserve is given
