@@ -165,10 +165,14 @@ class CompareScreen(Screen):
         if not self.all_names:
             lines.append(("", "no timed iterations in these runs yet", *[""] * (len(columns) - 2)))
         lines = [[spaced(cell) for cell in line] for line in lines]
-        width = self.variant_width(columns, lines)
+        widths = self.column_widths(columns, lines)
+        width = self.variant_width(columns, widths)
         table.clear(columns=True)
-        for label in columns:
-            table.add_column(spaced(label), key=label, width=width if label == "variant" else None)
+        # every width given: DataTable measures the others when it is next idle and does not
+        # drop the lines it drew before that, so a table filled on mount showed its columns
+        # as wide as their labels (names cut to "simplen") until something restyled it
+        for label, natural in zip(columns, widths):
+            table.add_column(spaced(label), key=label, width=width if label == "variant" and width else natural)
         for key, line in zip([*self.all_names, None], lines):
             table.add_row(*line, key=key, height=None if width else 1)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
@@ -179,10 +183,14 @@ class CompareScreen(Screen):
         compared (the names results.json and the headless table use)."""
         return name.split(" ", 1)[1] if len(self.records) == 1 and " " in name else name
 
-    def variant_width(self, columns: list[str], lines) -> int | None:
+    @staticmethod
+    def column_widths(columns: list[str], lines) -> list[int]:
+        """Each column as wide as its label (with its space) or its widest cell."""
+        return [max([len(label) + 1, *(line[i].cell_len for line in lines)]) for i, label in enumerate(columns)]
+
+    def variant_width(self, columns: list[str], widths: list[int]) -> int | None:
         """The variant column's width when the names must wrap for every column to fit the
         screen, else None (as wide as the longest name)."""
-        widths = [max([len(label) + 1, *(line[i].cell_len for line in lines)]) for i, label in enumerate(columns)]
         at = columns.index("variant")
         room = self.app.size.width - sum(w for i, w in enumerate(widths) if i != at) - 2   # scroll bar, margin
         return max(room, 12) if widths[at] > room else None
