@@ -370,6 +370,28 @@ async def test_legend_widget_shortens_phases_only_when_it_must():
         assert str(legend.render()) == "x warm-up ━ timed x profiled ━ marshal_in ━ forward ━ marshal_out"
 
 
+async def test_from_150_columns_the_form_takes_two_fields_a_row_and_watch_shows_telemetry():
+    app = make_app(load_catalogue=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        grids = list(app.query(".pick-grid"))
+        telemetry = app.query_one("#watch-telemetry")
+        assert grids and all(g.styles.grid_size_columns == 4 for g in grids)
+        assert telemetry.styles.display == "block"
+        await pilot.resize_terminal(149, 40)
+        await wait_for(pilot, lambda: all(g.styles.grid_size_columns == 2 for g in grids),
+                       what="two columns at 149")
+        assert telemetry.styles.display == "none"
+        await pilot.resize_terminal(150, 40)
+        await wait_for(pilot, lambda: all(g.styles.grid_size_columns == 4 for g in grids),
+                       what="four columns at 150")
+    narrow = make_app(load_catalogue=False)
+    async with narrow.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert all(g.styles.grid_size_columns == 2 for g in narrow.query(".pick-grid"))
+        assert narrow.query_one("#watch-telemetry").styles.display == "none"
+
+
 def test_time_plot_has_one_point_per_mpi_step_the_slowest_rank():
     plot = TimePlot()
     evs = [{"kind": kind, "index": i, "rank": r, "seconds": (i + r) * 1e-6, "phases": {}}

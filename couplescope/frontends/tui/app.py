@@ -63,7 +63,13 @@ def _while_shown(handler):
 class CoupleScopeApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
+    #: from this many columns the form's grids take two fields a row and the watch view
+    #: shows its telemetry column. The widgets concerned get the class "-wide", not the
+    #: screen (Textual's HORIZONTAL_BREAKPOINTS): a class on the screen restyles all of its
+    #: ~260 widgets, about a tenth of what starting the app costs.
+    WIDE = 150
+    #: what the "-wide" class is set on
+    WIDE_WIDGETS = ".pick-grid, #watch-telemetry"
     BINDINGS = [
         Binding("r", "run", "run", priority=True),
         Binding("s", "stop", "stop", priority=True),
@@ -143,6 +149,22 @@ class CoupleScopeApp(App):
                 self._followers.setdefault(kind, []).append(view)
         self.action_show_view(VIEWS[0].tab_id())
         self.main.query_one(PickForm).refresh_preview()
+        self._wide = None   # a resize before the views were there set no class
+        self._fit_width(self.size.width)
+
+    def on_resize(self, event) -> None:
+        self._fit_width(event.size.width)
+
+    _wide: bool | None = None
+
+    def _fit_width(self, width: int) -> None:
+        """Two fields a row and the telemetry column from WIDE columns on (see WIDE)."""
+        wide = width >= self.WIDE
+        if wide == self._wide or not self.screen_stack:
+            return
+        self._wide = wide
+        for widget in self.main.query(self.WIDE_WIDGETS):
+            widget.set_class(wide, "-wide")
 
     # -- actions ------------------------------------------------------------------------
     def action_show_view(self, tab: str) -> None:
