@@ -14,10 +14,16 @@ import pytest
 # back on)
 gc.disable()
 
-#: the app's animations (the tab bar's underline sliding across) are off in tests: a Pilot
-#: key press waits for them to end, which doubled the time of every tab switch, and the
-#: screens they end on are the same
+#: the app's animations (the tab bar's underline sliding across, a form scrolling to the
+#: focused field) are off in tests: a Pilot key press waits for them to end, which doubled
+#: the time of every tab switch and of every key typed into the form, and the screens they
+#: end on are the same. App() reads textual.constants when it starts; the variable alone did
+#: nothing here, because pytest-textual-snapshot imports textual (and reads the variable)
+#: before this file runs. The variable is still set for the apps tests start as commands.
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+import textual.constants  # noqa: E402
+
+textual.constants.TEXTUAL_ANIMATIONS = "none"
 
 FAST = ["--warmup", "1", "--iterations", "3", "--profile-iterations", "0", "--telemetry-hz", "0"]
 

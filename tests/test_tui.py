@@ -392,6 +392,12 @@ async def test_from_150_columns_the_form_takes_two_fields_a_row_and_watch_shows_
         assert narrow.query_one("#watch-telemetry").styles.display == "none"
 
 
+def test_the_apps_tests_start_it_without_animations():
+    """conftest.py turns them off (a Pilot key press waits for them to end); the setting
+    must reach App(), which a variable set after textual was imported did not."""
+    assert make_app(load_catalogue=False).animation_level == "none"
+
+
 def test_time_plot_has_one_point_per_mpi_step_the_slowest_rank():
     plot = TimePlot()
     evs = [{"kind": kind, "index": i, "rank": r, "seconds": (i + r) * 1e-6, "phases": {}}
