@@ -70,7 +70,16 @@ def test_a_swallowed_sigterm_between_rounds_ends_the_rounds_and_keeps_round_one(
         assert [r["round"] for r in v["rounds"]] == [1]
 
 
-def test_a_later_signal_raises_until_the_first_is_taken_in_hand_then_is_ignored():
+@pytest.fixture
+def sigint_not_ignored():
+    """A background job (CI, `nohup ... &`) starts with SIGINT ignored, and the block leaves
+    an ignored signal ignored on purpose: here SIGINT has Python's own handler, then its own."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_later_signal_raises_until_the_first_is_taken_in_hand_then_is_ignored(sigint_not_ignored):
     with ending.signals_end_the_run():
         assert ending.pending() is None
         swallowed_sigterm()
