@@ -149,22 +149,17 @@ class CoupleScopeApp(App):
                 self._followers.setdefault(kind, []).append(view)
         self.action_show_view(VIEWS[0].tab_id())
         self.main.query_one(PickForm).refresh_preview()
-        self._wide = None   # a resize before the views were there set no class
-        self._fit_width(self.size.width)
+        self._fit_width(self.size.width)   # a resize before the views were there set no class
 
     def on_resize(self, event) -> None:
         self._fit_width(event.size.width)
 
-    _wide: bool | None = None
-
     def _fit_width(self, width: int) -> None:
-        """Two fields a row and the telemetry column from WIDE columns on (see WIDE)."""
-        wide = width >= self.WIDE
-        if wide == self._wide or not self.screen_stack:
-            return
-        self._wide = wide
-        for widget in self.main.query(self.WIDE_WIDGETS):
-            widget.set_class(wide, "-wide")
+        """Two fields a row and the telemetry column from WIDE columns on (a class already
+        set, or already absent, restyles nothing)."""
+        if self.screen_stack:
+            for widget in self.main.query(self.WIDE_WIDGETS):
+                widget.set_class(width >= self.WIDE, "-wide")
 
     # -- actions ------------------------------------------------------------------------
     def action_show_view(self, tab: str) -> None:
