@@ -15,10 +15,11 @@ ignores SIGHUP, and a shell's background job ignores SIGINT, on purpose.
 
 Python runs a signal's handler wherever the main thread happens to be, and an exception
 raised there can be lost: in a finalizer or a weakref callback (Python only prints it), or
-in a library's bare `except:`. One CI run lost a SIGTERM so, and the run, ignoring every
-later signal, kept measuring until SIGKILL. So the signal is also recorded: the session
-asks `raise_if_pending()` at every event and between variants and rounds, and until the
-signal is acknowledged a later one raises Ended again instead of being ignored.
+in a library's bare `except:`. Then the run, ignoring every later signal, would measure
+until SIGKILL (one CI run did, after a SIGTERM; what lost that one was never found). So
+the signal is also recorded: the session asks `raise_if_pending()` at every event and
+between variants and rounds, and until the signal is acknowledged a later one raises
+Ended again instead of being ignored.
 """
 
 from __future__ import annotations
