@@ -15,6 +15,7 @@ import pytest
 from textual.widgets import Input, SelectionList, Tabs
 
 from test_tui_replay import replay_app, run_replay, until
+from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare import CompareScreen
 from couplescope.frontends.tui.help import HelpScreen
 
@@ -22,6 +23,12 @@ SIZE = (80, 24)
 
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py)
+
+
+def test_the_apps_tests_start_it_without_animations():
+    """conftest.py turns them off (a Pilot key press waits for them to end); the setting
+    must reach App(), which a variable set after textual was imported did not."""
+    assert CoupleScopeApp(load_catalogue=False).animation_level == "none"
 
 
 def text_fields(app) -> list[str]:
