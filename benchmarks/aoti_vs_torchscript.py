@@ -40,7 +40,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--models", default=DEFAULT_MODELS)
     args = p.parse_args()
-    from couplescope.frontends import format as fmt
+    from couplescope.frontends import formatting as fmt
 
     rows = []
     for item in args.models.split(","):

@@ -21,7 +21,7 @@ import time
 
 from couplescope import backends
 from couplescope.core import pipeline, request
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.protocol.listener import Listener
 from couplescope.protocol.spec import RunSpec
 

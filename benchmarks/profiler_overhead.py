@@ -17,7 +17,7 @@ import argparse
 import statistics
 import sys
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.api import run
 from couplescope.protocol.spec import RunSpec
 

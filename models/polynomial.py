@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from couplescope.workloads.base import Workload, estimate, fortran_array, numpy_dtype, torch_dtype
-from couplescope.workloads.learning import LearningTask
+from couplescope.workloads.learning_tasks import LearningTask
 
 
 def polynomial(x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from couplescope.workloads.base import Workload, estimate, fortran_array, max_relative_error, numpy_dtype
-from couplescope.workloads.learning import LearningTask
+from couplescope.workloads.learning_tasks import LearningTask
 
 #: example 11's target: the input shifted by one place, (x1..x5) -> (x5, x1, x2, x3, x4)
 SHIFT = [4, 0, 1, 2, 3]

@@ -70,7 +70,7 @@ def test_list_imports_no_torch_and_says_what_the_imported_models_say():
     mods = _modules_after("import io; from couplescope.frontends.cli.listing import print_list; "
                           "print_list(io.StringIO())")
     assert "torch" not in mods and "textual" not in mods and "matplotlib" not in mods
-    from couplescope.core.catalogue_info import read_catalogue
+    from couplescope.core.availability import read_catalogue
     from couplescope.workloads import catalogue
 
     listed = read_catalogue(with_devices=False).models

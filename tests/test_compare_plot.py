@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from couplescope.frontends.tui.compare import CompareScreen, box_plot
+from couplescope.frontends.tui.compare_screen import CompareScreen, box_plot
 from couplescope.results import saved, stats
 from test_plots_compare import document
 from test_tui_replay import replay_app, run_replay

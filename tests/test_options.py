@@ -12,7 +12,7 @@ from couplescope.core import presets
 from couplescope.frontends.cli.parser import _glue_pass_through, build_parser, options_from
 from couplescope.frontends.tui import fields, form
 from couplescope.frontends.tui.app import CoupleScopeApp
-from couplescope.protocol import options
+from couplescope.protocol import options, options_doc
 from couplescope.protocol.errors import UsageError
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
@@ -60,8 +60,8 @@ def test_every_option_is_a_flag_in_help():
 
 def test_docs_options_table_is_the_declarations():
     with open(os.path.join(DOCS, "options.md")) as f:
-        assert f.read() == options.markdown(), "regenerate: python -m couplescope.protocol.options > docs/options.md"
-    table = options.markdown()
+        assert f.read() == options_doc.markdown(), "regenerate: python -m couplescope.protocol.options_doc > docs/options.md"
+    table = options_doc.markdown()
     for o in options.OPTIONS:
         assert f"`{o.flag}`" in table
 

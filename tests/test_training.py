@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from couplescope.backends import native
-from couplescope.workloads.learning import LossHistory, SyntheticTarget
+from couplescope.workloads.learning_tasks import LossHistory, SyntheticTarget
 from conftest import FAST
 
 needs_native = pytest.mark.skipif(native.unavailable() is not None,

@@ -23,7 +23,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.backends.mpi import INSTALL_HINT
-from couplescope.frontends.tui.watch import MAX_TABLE_ROWS, TimePlot, x_ticks
+from couplescope.frontends.tui.watch_widgets import MAX_TABLE_ROWS, TimePlot, x_ticks
 from couplescope.frontends.tui import messages as m
 from couplescope.protocol import events
 

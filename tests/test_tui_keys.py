@@ -16,7 +16,7 @@ from textual.widgets import Input, SelectionList, Tabs
 
 from test_tui_replay import replay_app, run_replay, until
 from couplescope.frontends.tui.app import CoupleScopeApp
-from couplescope.frontends.tui.compare import CompareScreen
+from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.help import HelpScreen
 
 SIZE = (80, 24)

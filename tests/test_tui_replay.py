@@ -16,7 +16,7 @@ import pytest
 from couplescope.core import replay
 from couplescope.frontends.cli.parser import build_parser, options_from
 from couplescope.frontends.tui.app import CoupleScopeApp
-from couplescope.frontends.tui.compare import CompareScreen
+from couplescope.frontends.tui.compare_screen import CompareScreen
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixtures.record import DIES, RECORDINGS  # noqa: E402
@@ -169,7 +169,7 @@ async def test_history_at_80_columns_shows_where_a_run_went_uncovered(tmp_path):
 
 
 def test_compare_boxes_switch_units_for_the_slowest_variant():
-    from couplescope.frontends.tui.compare import boxes
+    from couplescope.frontends.tui.compare_screen import boxes
 
     unit, data = boxes([[5e-6] * 4, [0.2474487] * 4])
     assert unit == "ms" and round(data[1][2], 1) == 247.4 and round(data[0][2], 3) == 0.005

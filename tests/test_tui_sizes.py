@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets._select import SelectCurrent
 from test_tui import make_app, wait_for
 
-from couplescope.frontends.tui.watch import PlotLegend, legend_lines
+from couplescope.frontends.tui.watch_widgets import PlotLegend, legend_lines
 
 
 async def test_the_focused_field_stands_out_at_80x24():

@@ -3,7 +3,8 @@
 A backend is one module here plus one line in REGISTRY. Its module must import cheaply
 (no torch at import time) and define `BACKEND`, an instance of a
 couplescope.backends.base.Backend subclass; that module documents every hook.
-docs/architecture.md walks through adding one.
+docs/architecture.md walks through adding one. Which hosts make a backend's calls is the
+hosts' declaration (couplescope.backends.hosts).
 """
 
 from __future__ import annotations
@@ -57,56 +58,6 @@ def check_available(spec) -> None:
     if reason:
         raise UsageError(f"backend '{spec.backend}' is unavailable: {reason}")
     get(spec.backend).check_device(spec)
-
-
-def check_host(spec) -> None:
-    """Raise UsageError when the spec's explicit host cannot make this backend's calls here."""
-    if spec.host is None:
-        return
-    hosts = get(spec.backend).hosts(spec)
-    if spec.host not in hosts:
-        raise UsageError(f"backend '{spec.backend}' runs on the {' or '.join(hosts)} host only, "
-                         f"not --host {spec.host}")
-    if spec.host == "native":
-        from couplescope.backends import native
-
-        reason = native.unavailable()
-        if reason:
-            raise UsageError(f"--host native is unavailable: {reason}; --host python runs without it")
-
-
-def resolve_host(spec):
-    """(the spec with its host decided, a note or None). An unset host becomes the native
-    host where the backend has one and it can be built here, else python; the note says
-    why a backend that has a native host falls back to python."""
-    if spec.host is not None:
-        return spec, None
-    hosts = get(spec.backend).hosts(spec)
-    if "native" in hosts:
-        from couplescope.backends import native
-
-        reason = native.unavailable()
-        if reason is None:
-            return spec.replace(host="native"), None
-        return (spec.replace(host="python"),
-                f"{spec.label}: on the python host because the native host is unavailable ({reason})")
-    return spec.replace(host=hosts[0]), None
-
-
-def host_rows() -> dict:
-    """The hosts, what each is, and why the native one cannot be built here (if so)."""
-    from couplescope.backends import native
-
-    reason = native.unavailable()
-    if reason is None:
-        directory = native.build_dir()
-        state = (f"built, cached in {directory}" if native.built_module(directory)
-                 else f"compiled on first use ({native.BUILD_TIME}) into {directory}")
-        what = f"C++ against libtorch, as a Fortran code through FTorch or forpy; {state}"
-    else:
-        what = "C++ against libtorch, as a Fortran code through FTorch or forpy"
-    return {"native": (what, reason),
-            "python": ("the worker's Python loop: what a Python simulation code pays", None)}
 
 
 def label_parts_of(spec: dict) -> list[str] | None:

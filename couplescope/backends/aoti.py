@@ -22,7 +22,7 @@ with what to give instead (docs/aoti.md).
 
 from __future__ import annotations
 
-from couplescope.backends.base import Backend
+from couplescope.backends.base import Backend, check_task
 from couplescope.backends.torchscript import NativeTorchScriptCoupling, TorchScriptCoupling
 from couplescope.protocol.errors import UsageError
 
@@ -73,6 +73,10 @@ class NativeAotiCoupling(NativeTorchScriptCoupling):
 class AotiBackend(Backend):
     name = "aoti"
     model_kinds = ("catalogue", "bridge-module", "exported-program")
+    tasks = ("infer",)
+    tasks_why = ("an AOTInductor package is inference-only (aoti_compile_and_package compiles "
+                 "forward alone, with no autograd); train with --backend torchscript (FTorch's "
+                 "way) or bridge (embedded Python, any optimizer)")
 
     def unavailable(self, spec=None) -> str | None:
         from couplescope.backends import native
@@ -90,11 +94,7 @@ class AotiBackend(Backend):
         return None
 
     def validate(self, spec) -> None:
-        if spec.task == "train":
-            raise UsageError("--task train cannot run on --backend aoti: an AOTInductor package is "
-                             "inference-only (aoti_compile_and_package compiles forward alone, with no "
-                             "autograd); train with --backend torchscript (FTorch's way) or bridge "
-                             "(embedded Python, any optimizer)")
+        check_task(self, spec.task)   # the task first: a training spec is refused before its model
         if spec.model.endswith((".pt", ".pth")):
             raise UsageError(f"{spec.model} is TorchScript, which torch.export cannot read: give aoti "
                              "a .py that defines make_model(size, dtype, seed) (and make_inputs(size, "
@@ -102,15 +102,10 @@ class AotiBackend(Backend):
                              "(docs/aoti.md)")
         super().validate(spec)
 
-    def hosts(self, spec) -> tuple[str, ...]:
-        return ("native", "python")
-
     def compiles_on_load(self, spec) -> bool:
         return True
 
     def open(self, ctx):
-        if ctx.spec.host == "native":
-            return NativeAotiCoupling(ctx)
         return AotiCoupling(ctx)
 
 

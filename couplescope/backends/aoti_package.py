@@ -212,7 +212,7 @@ def compile_package(ctx, package_path: str) -> dict:
     name = ctx.workload.name
     t0 = time.perf_counter()
     inputs = example_inputs(ctx)
-    eager = ctx.workload.build(ctx.size, ctx.dtype, ctx.spec.seed)
+    eager = ctx.eager   # the engine's: built once, already the reference's
     if ctx.device != "cpu":
         eager = eager.to(ctx.device)
     refuse_unrollable(name, eager, inputs)

@@ -6,8 +6,9 @@ if it has any, declared in couplescope/protocol/options.py). The same object ser
 sides of a run; its hooks come in four groups:
 
   what it is (naming and what it runs; cheap: no torch, so --list stays fast)
-    name, model_kinds, hosts, label_parts, describe, compiles_on_load, runs_bridge_modules,
-    launches_one_graph
+    name, model_kinds, tasks (and tasks_why), label_parts, describe, compiles_on_load,
+    runs_bridge_modules, launches_one_graph, runs_inner_backend
+    (which hosts make its calls is the hosts' declaration: couplescope.backends.hosts)
   may it run (the parent, before anything starts)
     unavailable, validate, check_device
   how its processes start (the parent)
@@ -48,6 +49,8 @@ class CouplingContext:
     calls: list                       # list[Call]: what each iteration calls
     torchscript_path: str | None      # the saved TorchScript file (None if not needed)
     clock: object                     # PhaseClock
+    #: the eager model the engine built (the reference, and what is scripted or exported)
+    eager: object = None
     device: str = "cpu"
     extra: dict = field(default_factory=dict)
 
@@ -267,6 +270,14 @@ def script_operation(lines: list[str]) -> str | None:
     return None
 
 
+def check_task(backend, task: str) -> None:
+    """Refuse a task the backend does not declare, in the one message shape."""
+    if task not in backend.tasks:
+        why = f": {backend.tasks_why}" if backend.tasks_why else ""
+        raise UsageError(f"backend '{backend.name}' runs --task {' or '.join(backend.tasks)} only, "
+                         f"not --task {task}{why}")
+
+
 class Backend:
     """A backend's registry object. Override what differs; every hook is documented here."""
 
@@ -276,6 +287,13 @@ class Backend:
     #: forward is one graph launch (CUDA Graph replay): a GPU idle between calls is not a
     #: sign of a launch-bound run, so the launch-bound diagnostic stays silent
     launches_one_graph = False
+    #: the tasks (protocol.options.TASKS) it makes calls for; any other is refused by
+    #: `validate` in one message shape, with `tasks_why` saying why
+    tasks: tuple[str, ...] = ("infer", "train")
+    tasks_why = ""
+    #: its processes run another backend's calls (mpi: the inner backend's), so the hosts
+    #: and tasks are that backend's (`coupling_backend`) and it has no calls of its own
+    runs_inner_backend = False
 
     # -- parent side ---------------------------------------------------------------------
     def unavailable(self, spec=None) -> str | None:
@@ -287,6 +305,7 @@ class Backend:
         worker, so a spec that skipped validation is refused the same way)."""
         from couplescope.workloads.catalogue import kind
 
+        check_task(self.coupling_backend(spec), spec.task)
         model_kind = kind(spec.model)
         if model_kind not in self.model_kinds:
             if model_kind == "bridge-module":
@@ -307,11 +326,6 @@ class Backend:
         if reason:
             raise UsageError(f"device '{spec.device}' is unavailable: {reason}; "
                              f"devices here: {', '.join(available())}")
-
-    def hosts(self, spec) -> tuple[str, ...]:
-        """The hosts (protocol.spec.HOSTS) this backend's calls can be made from, preferred
-        first: a backend without a native implementation runs on the python host only."""
-        return ("python",)
 
     def label_parts(self, spec) -> list[str]:
         """Words after the backend's name in a variant's default name."""
@@ -352,5 +366,6 @@ class Backend:
         return Team(spec, write)
 
     def open(self, ctx: CouplingContext) -> Coupling:
-        """The Coupling that makes one iteration's calls (in the worker, once per process)."""
+        """The python host's Coupling that makes one iteration's calls (in the worker, once
+        per process); other hosts make theirs (couplescope.backends.hosts)."""
         raise NotImplementedError

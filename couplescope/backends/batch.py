@@ -57,7 +57,7 @@ class BatchRunner:
         self.per_call = None   # seconds, from the last batch
         self._judged = None    # (output rows, inputs) of the call whose check result is known
         self.judged_result = None
-        #: a training variant's data (couplescope.worker.training.Training): each call's
+        #: a training variant's data (couplescope.worker.training_checks.Training): each call's
         #: inputs and targets are filled before it, and its loss read after it
         self.feeder = None
 

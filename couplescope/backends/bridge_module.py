@@ -47,7 +47,7 @@ def initialize(config):
             _model = _compiled(workload, _model.eval(), config)
     _model.eval()
     if config.get("task") == "train":
-        from couplescope.backends.training import make_optimizer
+        from couplescope.backends.training_step import make_optimizer
 
         _model.train()
         _optimizer = make_optimizer(torch, _model.parameters(), config["optimizer"], config["lr"])
@@ -59,7 +59,7 @@ def initialize(config):
 def train(inputs, target):
     """One online-training step, as a forpy module would write it: tensors over the host
     views, zero_grad, forward, the loss, backward, step; returns the loss as a float."""
-    from couplescope.backends.training import loss_of
+    from couplescope.backends.training_step import loss_of
 
     if not _phase.plain:
         return _train_in_blocks(inputs, target, loss_of)
@@ -125,7 +125,7 @@ def _parameters():
 
 def state():
     """{name: (weight, grad)} as numpy copies: what couplescope compares with eager PyTorch."""
-    from couplescope.backends.training import parameter_state
+    from couplescope.backends.training_step import parameter_state
 
     return parameter_state(_model)
 

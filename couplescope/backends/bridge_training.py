@@ -15,7 +15,7 @@ C++ as forpy does (EmbeddedHost with the loss read back, NativeBridgeTraining).
 
 from __future__ import annotations
 
-from couplescope.backends.bridge import BridgeCoupling, NativeBridgeCoupling
+from couplescope.backends.bridge_coupling import BridgeCoupling, NativeBridgeCoupling
 from couplescope.backends.host_memory import numpy_view
 from couplescope.protocol.errors import UsageError
 
@@ -92,7 +92,7 @@ class NativeBridgeTraining(TrainingMixin, NativeBridgeCoupling):
         self._losses: list[float] = []
 
     def host_calls(self):
-        from couplescope.backends.torchscript import host_array
+        from couplescope.backends.native.host_arrays import host_array
 
         layout = self.ctx.spec.layout
         return [self.native.Call([host_array(self.native, self.ctx.arrays[n], layout) for n in c.inputs],
@@ -104,8 +104,3 @@ class NativeBridgeTraining(TrainingMixin, NativeBridgeCoupling):
         self._losses.extend(self.host.losses())
         return whole
 
-
-def open_training(ctx):
-    if ctx.spec.host == "native":
-        return NativeBridgeTraining(ctx)
-    return BridgeTraining(ctx)

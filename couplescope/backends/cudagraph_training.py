@@ -22,9 +22,9 @@ every host).
 from __future__ import annotations
 
 from couplescope.backends.base import Coupling
-from couplescope.backends.cudagraph import WARMUP_RUNS, capture_failure
+from couplescope.backends.cudagraph_capture import WARMUP_RUNS, capture_failure
 from couplescope.backends.host_memory import HostTensors
-from couplescope.backends.training import loss_of, parameter_state
+from couplescope.backends.training_step import loss_of, parameter_state
 
 
 class CudaGraphTraining(Coupling):

@@ -19,7 +19,8 @@ module call.
 from __future__ import annotations
 
 from couplescope.backends.base import Backend, Coupling, grad_mode_guard
-from couplescope.backends.host_memory import HostTensors, strides_for
+from couplescope.backends.host_memory import HostTensors
+from couplescope.backends.native.host_arrays import add_host_phases, host_array
 
 
 class TorchScriptCoupling(Coupling):
@@ -137,39 +138,17 @@ class NativeTorchScriptCoupling(Coupling):
         return whole + loading
 
 
-def host_array(native, array, layout: str):
-    """A host array as the native host receives it: address, shape, element strides, dtype."""
-    return native.HostArray(array.ctypes.data, list(array.shape), list(strides_for(array, layout)),
-                            str(array.dtype))
-
-
-def add_host_phases(into: dict, names, seconds) -> None:
-    """Merge the phases a native host timed into the phase clock's (zero ones left out)."""
-    for name, value in zip(names, seconds):
-        if value:
-            into[name] = into.get(name, 0.0) + value
-
-
 class TorchScriptBackend(Backend):
     name = "torchscript"
-
-    def hosts(self, spec) -> tuple[str, ...]:
-        return ("native", "python")
 
     def needs_torchscript(self, spec) -> bool:
         return True
 
     def open(self, ctx):
         if ctx.spec.task == "train":
-            if ctx.spec.host == "native":
-                from couplescope.backends.native.training import NativeTraining
-
-                return NativeTraining(ctx)
-            from couplescope.backends.training import TorchScriptTraining
+            from couplescope.backends.torchscript_training import TorchScriptTraining
 
             return TorchScriptTraining(ctx)
-        if ctx.spec.host == "native":
-            return NativeTorchScriptCoupling(ctx)
         return TorchScriptCoupling(ctx)
 
 

@@ -171,10 +171,12 @@ def paced(settings: dict, specs) -> dict:
 
 
 def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:
-    """Every spec with its host decided (couplescope.backends.resolve_host), and the notes."""
+    """Every spec with its host decided (couplescope.backends.hosts.resolve), and the notes."""
+    from couplescope.backends import hosts
+
     resolved, notes = [], []
     for spec in specs:
-        spec, note = backends.resolve_host(spec)
+        spec, note = hosts.resolve(spec)
         resolved.append(spec)
         if note:
             notes.append(note)
@@ -182,9 +184,15 @@ def resolve_hosts(specs) -> tuple[list[RunSpec], tuple[str, ...]]:
 
 
 def default_name(spec: RunSpec) -> str:
-    """model-backend[-what the backend adds][-size][-device][-layout-c]."""
+    """model-backend[-what the backend adds][-size][-device][-layout-c][-host]."""
+    from couplescope.backends import hosts
+
     parts = generic_label_parts(spec)
     parts[2:2] = backends.get(spec.backend).label_parts(spec)
+    host_part = hosts.get(spec.host).label_part if spec.host else ""
+    if host_part:
+        at = len(parts) - (spec.grad_mode != "no_grad")   # before the grad mode, as it always was
+        parts.insert(at, host_part)
     return "-".join(parts)
 
 

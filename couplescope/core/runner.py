@@ -20,7 +20,7 @@ import sys
 import threading
 
 from couplescope.protocol import events, scratch
-from couplescope.protocol.contract import (FINISH_COMMAND, NATIVE_MODULE_ENV, PARENT_PID_ENV, is_worker_argv,
+from couplescope.protocol.contract import (FINISH_COMMAND, PARENT_PID_ENV, is_worker_argv,
                                            round_command, worker_argv)
 
 
@@ -73,41 +73,53 @@ def backend_env(spec) -> dict:
 class LiveWorkers:
     """Real workers: a `WorkerProcess` per variant (couplescope.core.workers, the seam).
 
-    One object per run: the native host's build key is worked out once, by the first
-    variant on the native host, and the module built (or found in the cache) then serves
-    every later one; workers are told where it is (NATIVE_MODULE_ENV) instead of working
-    the key out again, each of them, each MPI rank included."""
+    One object per run: a host's build key (the native host's, a library host's) is worked
+    out once per host and key, by the first variant that needs it, and what was built (or
+    found in the cache) then serves every later one; workers are told where it is (the
+    host's `worker_env`) instead of working the key out again, each of them, each MPI rank
+    included."""
 
     processes = True
 
     def __init__(self, stderr_sink=None) -> None:
         self._stderr_sink = stderr_sink
-        self._native: tuple[str, str] | None = None   # (build directory, module path)
-        self._native_failure: Exception | None = None
+        #: (host, build key) -> (build directory, what the worker is handed) or the failure
+        self._builds: dict = {}
+        #: host -> build key, worked out by the first variant on it that has the same inputs
+        self._keys: dict = {}
+
+    def _build_key(self, host, spec) -> str:
+        inputs = host.key_inputs(spec)
+        if (host.name, inputs) not in self._keys:
+            self._keys[(host.name, inputs)] = host.build_key(spec)
+        return self._keys[(host.name, inputs)]
 
     def prepare(self, spec, emit) -> None:
-        """The native host, compiled on first use (in a subprocess: this process never
-        imports torch), reported with host_build events; raises NativeBuildError when the
-        build fails (and again, without building again, for every later variant)."""
-        from couplescope.backends import native
+        """The variant's host built on first use (the native host compiles in a subprocess:
+        this process never imports torch), reported with host_build events; raises the
+        host's build error when the build fails (and again, without building again, for
+        every later variant of this run that needs the same build)."""
+        from couplescope.backends import hosts
 
-        if not native.used_by(spec):
+        host = hosts.get(spec.host or "python")
+        if not host.needs_build(spec):
             return
-        if self._native_failure is not None:
-            raise self._native_failure
-        if self._native is not None:   # built for an earlier variant of this run
-            emit(events.make("host_build", spec.label, status="cached", directory=self._native[0]))
+        key = self._build_key(host, spec)
+        done = self._builds.get((host.name, key))
+        if isinstance(done, Exception):
+            raise done
+        if done is not None:   # built for an earlier variant of this run
+            emit(events.make("host_build", spec.label, status="cached", directory=done[0]))
             return
-        key = native.build_key()
-        directory = native.build_dir(key)
+        directory = host.build_dir(key)
         try:
-            path, seconds = native.ensure_built(
-                lambda message: emit(events.make("host_build", spec.label, status="building",
-                                                 directory=directory, message=message)), key=key)
+            path, seconds = host.ensure_built(
+                spec, lambda message: emit(events.make("host_build", spec.label, status="building",
+                                                       directory=directory, message=message)), key)
         except Exception as exc:
-            self._native_failure = exc
+            self._builds[(host.name, key)] = exc
             raise
-        self._native = (directory, path)
+        self._builds[(host.name, key)] = (directory, path)
         if seconds is None:
             emit(events.make("host_build", spec.label, status="cached", directory=directory))
         else:
@@ -115,12 +127,14 @@ class LiveWorkers:
                              seconds=round(seconds, 3)))
 
     def env_for(self, spec) -> dict:
-        """What this run tells `spec`'s worker beside the listeners: the native module."""
-        from couplescope.backends import native
+        """What this run tells `spec`'s worker beside the listeners: where its host's build is."""
+        from couplescope.backends import hosts
 
-        if self._native is not None and native.used_by(spec):
-            return {NATIVE_MODULE_ENV: self._native[1]}
-        return {}
+        host = hosts.get(spec.host or "python")
+        if not host.needs_build(spec):
+            return {}
+        done = self._builds.get((host.name, self._build_key(host, spec)))
+        return host.worker_env(done[1]) if isinstance(done, tuple) else {}
 
     def start(self, spec, env: dict, shares=None) -> "WorkerProcess":
         return WorkerProcess(spec, {**env, **self.env_for(spec)}, stderr_sink=self._stderr_sink,

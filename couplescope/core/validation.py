@@ -9,6 +9,7 @@ there and reported as a usage failure.
 from __future__ import annotations
 
 from couplescope import backends
+from couplescope.backends import hosts
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.spec import RunSpec, check_fields
 from couplescope.workloads import catalogue
@@ -18,12 +19,14 @@ def validate(spec: RunSpec) -> RunSpec:
     """Raise UsageError naming the problem and the valid choices; return the spec unchanged."""
     catalogue.check_model_name(spec.model)
     backends.check_name(spec.backend)
+    if spec.host is not None:
+        hosts.check_name(spec.host)
     check_fields(spec)
     if catalogue.kind(spec.model) == "torchscript-file" and spec.input_shape is None:
         raise UsageError(f"{spec.model} is a TorchScript file: give its input with --input-shape "
                          "(e.g. 8,16) and --dtype")
     backends.get(spec.backend).validate(spec)
-    backends.check_host(spec)
+    hosts.check(spec)
     backends.check_available(spec)
     return spec
 

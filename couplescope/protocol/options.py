@@ -1,4 +1,4 @@
-"""Every option of a run, declared once.
+"""Every option of a run, declared once (the machinery is couplescope/protocol/option.py).
 
 An option is one `Option` below: its name, type, choices or range, default, help, the
 group it is shown in, and which backends and tasks it applies to. Everything else is
@@ -14,28 +14,24 @@ made from these declarations, so adding an option is adding one here:
                              Option.check (a value from a preset or code) raise the same
                              UsageError wherever the value came from
   refusing unused options    an option that no variant's backend (or task) reads is refused
-  docs/options.md            `python -m couplescope.protocol.options` writes its table
+  docs/options.md            `python -m couplescope.protocol.options_doc` writes its table
 
 Backend-specific options name their backends here (`backends=`), not in the backend's
 module: RunSpec must know every field below the backends layer (the worker, results.json
 and the parent all read it), and results.json keeps one flat `spec` object. A new
 backend with options is its module, its registry line and its options here.
 
-Choices that only the parent knows at run time (the catalogue's models, the registry's
-backends, the presets, this machine's devices) are named by `source`; the front ends
+Choices that only the parent knows at run time (the catalogue's models, the registries'
+backends and hosts, the presets, this machine's devices) are named by `source`; the front ends
 fill them in and core/validation.py checks them. Stdlib only.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Callable
 
-from couplescope.protocol.errors import UsageError, choices_text
-
-#: where an option's value goes: a field of every variant (RunSpec) or of the run
-SPEC, RUN = "spec", "run"
+from couplescope.protocol.option import (RUN, SPEC, Option, memory_limit_text,  # noqa: F401
+                                         parse_input_shape, shape_from_toml)
 
 #: the groups --help, the form and docs/options.md show, in this order
 GROUPS = ("what to run", "how to measure", "training (--task train)", "profiling and traces",
@@ -47,9 +43,6 @@ LAYOUTS = ("fortran", "c")
 BRIDGE_MODELS = ("eager", "torchscript", "compiled")
 DTYPE_CHOICES = ("float32", "float64", "float16")
 LAUNCHERS = ("mpiexec", "srun")
-#: what makes the calls: compiled code (C++ against libtorch, as a Fortran code through
-#: FTorch or forpy) or the worker's Python loop (what a Python simulation code pays)
-HOSTS = ("native", "python")
 #: what one iteration is: a forward call (inference), or an online-training step (zero_grad,
 #: forward with grad, loss, backward, optimizer step), as FTorch's example 11 makes it
 TASKS = ("infer", "train")
@@ -75,172 +68,6 @@ DEFAULT_ROUNDS = 5
 #: (psutil's CPU percent over less than 10 ms is noise)
 MAX_TELEMETRY_HZ = 100.0
 
-_KIND_WORDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a run. See the module docstring for what is made from it."""
-
-    name: str                        # RunSpec / run field and preset key (snake_case)
-    kind: type                       # int, float, str, bool, or tuple (input shapes)
-    default: Any
-    help: str                        # one or two sentences: --help, the form's tooltip, docs
-    group: str
-    scope: str = SPEC
-    choices: tuple | None = None     # a fixed set of valid values
-    source: str | None = None        # valid values known at run time: models, backends, presets, devices
-    low: float | None = None         # the smallest valid number
-    high: float | None = None        # the largest valid number
-    metavar: str = ""
-    #: what the default means when it is None or needs words ("the model's own")
-    default_text: str = ""
-    #: a comma list runs one variant per value (backend, size, host)
-    sweep: bool = False
-    #: the backends that read it (None: every backend); set but unread, it is refused
-    backends: tuple[str, ...] | None = None
-    #: the tasks that read it (None: every task)
-    tasks: tuple[str, ...] | None = None
-    #: the app's short label (default: the name with spaces)
-    label: str = ""
-    #: the command line's flag takes no value (--export DIR's DIR may be left out: const)
-    const: Any = None
-    #: a value of its own form: text -> value (input shapes, memory sizes); raises UsageError
-    convert: Callable | None = None
-    #: not a preset key, and why (a preset cannot name a preset)
-    not_in_presets: str = ""
-    #: what a value below `low` means, added to the error ("the mpi backend needs ...")
-    why_low: str = ""
-    #: the app's form offers it only where this is present ("slurm": srun on PATH); the
-    #: command line and presets always take it
-    offered: str | None = None
-    #: the value must be greater than `low` (a learning rate of 0 learns nothing)
-    above_low: bool = False
-
-    # -- names ---------------------------------------------------------------------------
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def words(self) -> str:
-        return self.name.replace("_", " ")
-
-    @property
-    def short_label(self) -> str:
-        return self.label or self.words
-
-    def default_words(self) -> str:
-        """The default as help and the form's placeholder say it."""
-        if self.default_text:
-            return self.default_text
-        if self.kind is bool:
-            return "off" if not self.default else "on"
-        if self.default in (None, ""):
-            return "none"
-        return str(self.default)
-
-    # -- the one validation -------------------------------------------------------------
-    def parse(self, text: str) -> Any:
-        """A value from text (the command line, the app's form): converted, then checked.
-        A sweep option's text is one item of its comma list."""
-        text = str(text).strip()
-        if self.convert is not None:
-            return self.convert(text)
-        if self.kind is bool:
-            lowered = text.lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off"):
-                return False
-            raise UsageError(f"{self.flag}: '{text}' is not true or false")
-        if self.kind in (int, float):
-            try:
-                value = self.kind(text)
-            except ValueError:
-                raise UsageError(f"{self.flag}: '{text}' is not {_KIND_WORDS[self.kind]}") from None
-            return self.check(value)
-        return self.check(text)
-
-    def check(self, value: Any) -> Any:
-        """The value, checked against the declaration (type, choices, range). None is the
-        default where the default is None. Raises UsageError naming the valid values."""
-        if value is None and self.default is None:
-            return None
-        if self.convert is not None and isinstance(value, str):
-            return self.convert(value)
-        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if self.kind is not tuple and (not isinstance(value, self.kind)
-                                       or (self.kind is not bool and isinstance(value, bool))):
-            raise UsageError(f"{self.flag} must be {_KIND_WORDS.get(self.kind, self.kind.__name__)} "
-                             f"(got {value!r})")
-        if self.choices is not None and value not in self.choices:
-            raise UsageError(f"unknown {self.words} '{value}'; choose one of: {choices_text(self.choices)}")
-        if self.name == "device" and not DEVICE_PATTERN.match(value):
-            raise UsageError(f"unknown device '{value}'; choose one of: cpu, cuda, cuda:N")
-        if self.low is not None and self.high is not None and not self.low <= value <= self.high:
-            raise UsageError(f"{self.flag} must be between {self.low:g} and {self.high:g} (got {value})")
-        if self.kind is float and value != value:   # nan, where there is no range to say so
-            raise UsageError(f"{self.flag} must be a number (got {value})")
-        if self.above_low and value <= self.low:
-            raise UsageError(f"{self.flag} must be greater than {self.low:g} (got {value})")
-        if self.low is not None and value < self.low:
-            why = f": {self.why_low}" if self.why_low else ""
-            raise UsageError(f"{self.flag} must be at least {self.low:g} (got {value}){why}")
-        if self.high is not None and value > self.high:
-            raise UsageError(f"{self.flag} must be at most {self.high:g} (got {value})")
-        return value
-
-    def parse_list(self, text: str) -> list:
-        """A sweep option's comma list: every item parsed. Raises UsageError for an empty list."""
-        items = [t.strip() for t in str(text).split(",") if t.strip()]
-        if not items:
-            raise UsageError(f"{self.flag}: empty list '{text}'")
-        return [self.parse(item) for item in items]
-
-    def applies_to(self, backend_names, task: str | None = None) -> bool:
-        """Whether a variant run by these backends (its backend, and an inner one) reads it."""
-        if self.backends is not None and not set(self.backends) & set(backend_names):
-            return False
-        return self.tasks is None or task is None or task in self.tasks
-
-
-# -- values of their own form -------------------------------------------------------------
-
-def parse_input_shape(text: str) -> tuple[tuple[int, ...], ...]:
-    """"8,16" -> ((8, 16),); "8,16;8,1" -> two inputs. Raises UsageError on anything else."""
-    shapes = []
-    for part in str(text).split(";"):
-        try:
-            dims = tuple(int(v) for v in part.replace("x", ",").split(",") if v.strip())
-        except ValueError:
-            dims = ()
-        if not dims or any(d < 1 for d in dims):
-            raise UsageError(f"--input-shape '{text}' is not a shape; write dimensions like 8,16 "
-                             "(several inputs separated by ';')")
-        shapes.append(dims)
-    return tuple(shapes)
-
-
-def shape_from_toml(value) -> tuple[tuple[int, ...], ...]:
-    """A preset's input_shape: "8,16", [8, 16] or [[8, 16], [8, 1]]."""
-    if isinstance(value, str):
-        return parse_input_shape(value)
-    if isinstance(value, (list, tuple)) and value:
-        if all(isinstance(s, (list, tuple)) for s in value):
-            return parse_input_shape(";".join(",".join(map(str, s)) for s in value))
-        return parse_input_shape(",".join(map(str, value)))
-    raise UsageError(f"input_shape must be a string like \"8,16\" or a list of dimensions (got {value!r})")
-
-
-def memory_limit_text(text: str) -> str:
-    """--memory-limit as given, once it reads as a size or none."""
-    from couplescope.protocol.sizes import parse_bytes
-
-    parse_bytes(text)
-    return str(text).strip()
-
 
 # -- the declarations ---------------------------------------------------------------------
 
@@ -263,7 +90,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", str, None, "who makes the calls: native (C++ against libtorch, what a Fortran "
            "code pays through FTorch or forpy; compiled on first use and cached) or python (the "
            "worker's Python loop, what a Python code pays); a comma list runs each",
-           _WHAT, choices=HOSTS, sweep=True, metavar="NAME[,NAME]",
+           _WHAT, source="hosts", sweep=True, metavar="NAME[,NAME]",
            default_text="native where it can be built, else python"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
            "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",
@@ -272,7 +99,8 @@ OPTIONS: tuple[Option, ...] = (
            "runtime), torchscript (a TorchScript file) or compiled (the Python runtime under "
            "torch.compile)", _WHAT, choices=BRIDGE_MODELS, backends=(BRIDGE_BACKEND,), metavar="NAME",
            label="bridge runs"),
-    Option("device", str, "cpu", "cpu, cuda or cuda:N", _WHAT, source="devices", metavar="DEV"),
+    Option("device", str, "cpu", "cpu, cuda or cuda:N", _WHAT, source="devices", metavar="DEV",
+           pattern=DEVICE_PATTERN, pattern_text="cpu, cuda, cuda:N"),
     Option("dtype", str, None, "the element type of inputs and weights", _WHAT,
            choices=DTYPE_CHOICES, metavar="TYPE", default_text="the model's own"),
     Option("layout", str, "fortran", "fortran (correct) or c: read the column-major host memory "
@@ -375,43 +203,3 @@ def check_spec(spec) -> None:
     """Every spec option's value checked against its declaration (no registry, no torch)."""
     for option in SPEC_OPTIONS:
         option.check(getattr(spec, option.name))
-
-
-# -- docs/options.md ----------------------------------------------------------------------
-
-def markdown() -> str:
-    """docs/options.md: one table per group, every option with its flag, preset key,
-    default and meaning (tests/test_options.py checks the file is this text)."""
-    lines = ["# Options", "",
-             "Every option of a run, generated from its declaration in",
-             "`couplescope/protocol/options.py` (`python -m couplescope.protocol.options > docs/options.md`).",
-             "The same option is a command-line flag, a field of the app's form and a preset key:",
-             "per-variant keys go in a preset's `[defaults]` or `[[variant]]`, per-run keys at its top",
-             "level (docs/presets.md). A value is checked the same way wherever it comes from.", ""]
-    for group in GROUPS:
-        members = [o for o in OPTIONS if o.group == group]
-        if not members:
-            continue
-        lines += [f"## {group}", "", "| flag | preset key | type | default | applies to | meaning |",
-                  "|---|---|---|---|---|---|"]
-        for o in members:
-            key = "—" if o.not_in_presets else f"`{o.name}`" + (" (top level)" if o.scope == RUN else "")
-            kind = {tuple: "shape"}.get(o.kind, _KIND_WORDS.get(o.kind, o.kind.__name__))
-            if o.choices:
-                kind = " \\| ".join(f"`{c}`" for c in o.choices)
-            elif o.above_low:
-                kind += f", above {o.low:g}"
-            elif o.low is not None or o.high is not None:
-                kind += f", {o.low:g}" if o.high is None else f", {o.low:g}–{o.high:g}"
-                kind += " or more" if o.high is None else ""
-            applies = ", ".join(o.backends) if o.backends else "every backend"
-            if o.tasks:
-                applies += f"; task {', '.join(o.tasks)}"
-            meaning = o.help + ("; a comma list runs one variant per value" if o.sweep and "comma" not in o.help else "")
-            lines.append(f"| `{o.flag}` | {key} | {kind} | {o.default_words()} | {applies} | {meaning} |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")

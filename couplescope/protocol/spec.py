@@ -13,7 +13,7 @@ import dataclasses
 
 from couplescope.protocol import options as _options
 from couplescope.protocol.options import (BRIDGE_MODELS, DEVICE_PATTERN, DTYPE_CHOICES,  # noqa: F401
-                                          GRAD_MODES, HOSTS, LAUNCHERS, LAYOUTS, parse_input_shape)
+                                          GRAD_MODES, LAUNCHERS, LAYOUTS, parse_input_shape)
 
 #: the one field without a default: every variant names its model
 REQUIRED = ("model",)
@@ -73,8 +73,9 @@ SPEC_KEYS = tuple(f.name for f in dataclasses.fields(RunSpec))
 
 
 def generic_label_parts(spec: RunSpec) -> list[str]:
-    """model, backend, size, device, layout, host and grad mode, where they differ from
-    the defaults (the native host and no_grad are the defaults)."""
+    """model, backend, size, device, layout and grad mode, where they differ from the
+    defaults (no_grad is the default). The host's word is the host's own
+    (couplescope.backends.hosts: `label_part`), added by the request that names variants."""
     parts = [spec.model.rsplit("/", 1)[-1], spec.backend]
     if spec.size is not None:
         parts.append(str(spec.size))
@@ -82,8 +83,6 @@ def generic_label_parts(spec: RunSpec) -> list[str]:
         parts.append(spec.device)
     if spec.layout != "fortran":
         parts.append(f"layout-{spec.layout}")
-    if spec.host == "python":
-        parts.append("python-host")
     if spec.grad_mode != "no_grad":
         parts.append(f"{spec.grad_mode}-mode")
     return parts

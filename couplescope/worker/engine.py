@@ -24,6 +24,7 @@ from time import perf_counter
 
 import numpy as np
 
+from couplescope.backends import hosts
 from couplescope.backends.base import CouplingContext, first_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol.contract import EXIT_OK
@@ -76,7 +77,7 @@ def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: in
     outputs = {name: np.zeros(e.shape, dtype=e.dtype, order="F") for name, e in expected.items()}
     training = None
     if spec.task == "train":
-        from couplescope.worker.training import Training
+        from couplescope.worker.training_checks import Training
 
         training = Training(spec, workload, size, dtype, eager, arrays, outputs, expected, calls, rank,
                             allreduce)
@@ -89,10 +90,10 @@ def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: in
                      allreduce=allreduce)
     ctx = CouplingContext(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
                           outputs=outputs, calls=calls, torchscript_path=ts_path, clock=clock,
-                          device=spec.device, extra=extra)
+                          eager=eager, device=spec.device, extra=extra)
     return Prepared(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
                     outputs=outputs, expected=expected, calls=calls, clock=clock,
-                    coupling=coupling_backend.open(ctx), tolerance=workload.tolerance(dtype),
+                    coupling=hosts.get(spec.host or "python").open(coupling_backend, ctx), tolerance=workload.tolerance(dtype),
                     training=training)
 
 
@@ -145,10 +146,10 @@ def _eager(spec, coupling_backend, workload, size: int, dtype: str, clock, allre
     took, which are its load time; the coupling does not import or initialise it again."""
     if getattr(workload, "kind", "") != "bridge module" or not coupling_backend.runs_bridge_modules:
         return workload.build(size, dtype, spec.seed), {}
-    from couplescope.backends import bridge
+    from couplescope.backends import bridge_coupling
 
     lr = spec.lr if spec.lr is not None else workload.train_lr   # what Training will use
-    config = bridge.config(spec, size, dtype, spec.device, clock, None, lr=lr,
+    config = bridge_coupling.config(spec, size, dtype, spec.device, clock, None, lr=lr,
                            optimizer=spec.optimizer or workload.train_optimizer, allreduce=allreduce)
     t0 = perf_counter()
     module = workload.build(size, dtype, spec.seed, config)
@@ -212,7 +213,9 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
     team.begin()
     from couplescope.worker.environment import environment
 
-    team.now("run_started", spec=spec.to_dict(), environment={**environment(), **team.environment()},
+    host = hosts.get(spec.host or "python").environment()
+    team.now("run_started", spec=spec.to_dict(),
+             environment={**environment(), **team.environment(), **({"host": host} if host else {})},
              coupling=", ".join([spec.backend, *backend.describe(spec), *host_words(spec)]),
              label_parts=backend.label_parts(spec))
     placements = team.stage(team.place, share=True)

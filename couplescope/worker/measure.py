@@ -9,7 +9,7 @@ contract keeps it so).
 
 Only the coupling's call sits inside the timed region; the output reset, the check and
 the event writing happen between iterations. A training variant (`Prepared.training`,
-couplescope.worker.training) fills its step's data where an inference variant resets its
+couplescope.worker.training_checks) fills its step's data where an inference variant resets its
 outputs, and judges the step's loss where an inference variant checks its outputs.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from couplescope.backends.base import Coupling, error_text, essential_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol import events
-from couplescope.worker.training import LossNotFinite
+from couplescope.worker.training_checks import LossNotFinite
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Prepared:
     tolerance: float
     #: the batches' runner, made on first use (couplescope.backends.batch)
     runner: object = None
-    #: --task train: the data, reference and checks of the steps (worker.training.Training)
+    #: --task train: the data, reference and checks of the steps (worker.training_checks.Training)
     training: object = None
 
     def check(self, outputs: dict | None = None) -> tuple[float, bool, str | None]:

@@ -131,9 +131,9 @@ class Workload:
         return model
 
     def learning_task(self, size: int, dtype: str, seed: int, expected: dict):
-        """What --task train learns (couplescope.workloads.learning): by default a fixed
+        """What --task train learns (couplescope.workloads.learning_tasks): by default a fixed
         synthetic target; `expected` is the reference output of the host inputs."""
-        from couplescope.workloads.learning import SyntheticTarget
+        from couplescope.workloads.learning_tasks import SyntheticTarget
 
         return SyntheticTarget(expected)
 

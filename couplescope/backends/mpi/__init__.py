@@ -77,6 +77,8 @@ _HOST_FLAGS = (" --host", " -H ", " --hostfile", " -hostfile", " --machinefile",
 
 class MpiBackend(Backend):
     name = "mpi"
+    #: each rank makes the inner backend's calls, on the inner backend's host
+    runs_inner_backend = True
 
     def _inner(self, spec):
         from couplescope import backends
@@ -115,10 +117,6 @@ class MpiBackend(Backend):
 
     def compiles_on_load(self, spec) -> bool:
         return self._inner(spec).compiles_on_load(spec)
-
-    def hosts(self, spec) -> tuple[str, ...]:
-        """Each rank makes its calls on the inner backend's host."""
-        return self._inner(spec).hosts(spec)
 
     def needs_torchscript(self, spec) -> bool:
         return self._inner(spec).needs_torchscript(spec)

@@ -144,11 +144,6 @@ def built_module(directory: str) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def used_by(spec) -> bool:
-    """Whether `spec`'s calls are made by the native host (so it must be built first)."""
-    return spec.host == "native"
-
-
 def ensure_built(say=lambda message: None, key: str | None = None) -> tuple[str, float | None]:
     """The compiled module's path, building it first if needed: (path, build seconds or
     None when it came from the cache). `say(message)` reports progress; `key` is the

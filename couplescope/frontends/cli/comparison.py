@@ -5,7 +5,7 @@ forward, backward and last loss), its compile cost and verdict; a sweep grouped 
 
 from __future__ import annotations
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.colors import GREEN, RED, YELLOW
 from couplescope.results import sweeps
 from couplescope.results.builder import verdict_word

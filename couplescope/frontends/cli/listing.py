@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 
 
 def list_width(out) -> int | None:
@@ -20,7 +20,7 @@ def list_width(out) -> int | None:
 
 
 def print_list(out=None) -> None:
-    from couplescope.core.catalogue_info import read_catalogue
+    from couplescope.core.availability import read_catalogue
 
     out = out or sys.stdout
     cat = read_catalogue()
@@ -36,7 +36,7 @@ def print_list(out=None) -> None:
               + "\n\n")
     rows = [[name, "unavailable" if reason else "available", what + (f"; unavailable: {reason}" if reason else "")]
             for name, (what, reason) in cat.hosts.items()]
-    out.write("hosts (--host NAME; default native where the backend has it):\n"
+    out.write("hosts (--host NAME; default: the first one available for the backend):\n"
               + fmt.table(["host", "status", "what"], rows, width=width) + "\n\n")
     rows = [[name, description] for name, description in cat.presets.items()]
     out.write("presets (--preset NAME):\n" + fmt.table(["preset", "description"], rows, width=width) + "\n\n")

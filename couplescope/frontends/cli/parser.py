@@ -82,6 +82,10 @@ def option_help(option: declared.Option, backend_names=()) -> str:
     text = option.help
     if option.source == "backends" and backend_names:
         text += f" ({', '.join(backend_names)})"
+    elif option.source == "hosts":
+        from couplescope.backends import hosts
+
+        text += f" ({', '.join(hosts.names())})"
     if option.kind is bool:
         return text
     return f"{text} (default: {option.default_words()})"

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.colors import GREEN, RED, RESET, YELLOW
 from couplescope.frontends.cli.comparison import comparison_table
 from couplescope.frontends.cli.ranks_report import report_lines

@@ -6,7 +6,7 @@ of their lowest rank; with more than one node a line per node follows the table.
 
 from __future__ import annotations
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.results.ranks import node_of, summary
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
 from couplescope.results import labels, regression, saved

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from couplescope.frontends.format import seconds as _secs
+from couplescope.frontends.formatting import seconds as _secs
 
 
 def format_lines(summary: dict, top: int = 5) -> list[str]:

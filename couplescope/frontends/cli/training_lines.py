@@ -3,7 +3,7 @@ and at its end what it learnt, in the words FTorch's example 11 prints."""
 
 from __future__ import annotations
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 
 
 def made_as(train_call) -> str:

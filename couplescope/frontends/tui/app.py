@@ -25,7 +25,7 @@ from textual.widgets import Static, TabbedContent, Tabs
 from couplescope.core.request import RunOptions
 from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.frontends.tui import messages as m
-from couplescope.frontends.tui.compare import CompareScreen
+from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen

@@ -58,9 +58,10 @@ class Flag(Checkbox):
         return Content.assemble(("[x]" if self.value else "[ ]", style))
 
 
-def sweep_choices(option: Option) -> list[str]:
-    """A sweep option's choices, and all of them at once (native,python: a variant each)."""
-    choices = list(option.choices or ())
+def sweep_choices(option: Option, choices=None) -> list[str]:
+    """A sweep option's choices (its declared ones, or `choices` known at run time), and
+    all of them at once (native,python: a variant each)."""
+    choices = list(option.choices or () if choices is None else choices)
     if option.sweep and 1 < len(choices) <= 3:
         choices.append(",".join(choices))
     return choices
@@ -83,7 +84,7 @@ def widget_for(option: Option, value=None, choices=None):
     if option.kind is bool:
         return Flag("", bool(value), id=option.name, compact=True, tooltip=option.help)
     if option.choices is not None or choices is not None:
-        choices = list(choices) if choices is not None else sweep_choices(option)
+        choices = sweep_choices(option, choices)
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
         return Select([(c, c) for c in choices], id=option.name, compact=True,

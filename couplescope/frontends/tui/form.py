@@ -110,7 +110,7 @@ class PickForm(Vertical):
     def load_catalogue(self) -> None:
         models, backend_status, devs, error = {}, {}, ["cpu"], None
         try:
-            from couplescope.core.catalogue_info import read_catalogue
+            from couplescope.core.availability import read_catalogue
 
             cat = read_catalogue()
             models, devs = cat.models, cat.devices
@@ -152,8 +152,10 @@ class PickForm(Vertical):
 
     def _fields(self, a: RunOptions, model_names, preset_names, chosen) -> ComposeResult:
         from couplescope import backends
+        from couplescope.backends import hosts
 
-        runtime = {"models": model_names, "devices": ["cpu"], "backends": backends.names()}
+        runtime = {"models": model_names, "devices": ["cpu"], "backends": backends.names(),
+                   "hosts": hosts.names()}
         for group in declared.GROUPS:
             members = [o for o in declared.OPTIONS if o.group == group and o.name != BACKEND
                        and offered(o)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 
 #: the most lines of a worker's output the log shows
 OUTPUT_LINES = 20

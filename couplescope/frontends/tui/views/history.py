@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from couplescope.frontends.tui.history import RunsTable
+from couplescope.frontends.tui.runs_table import RunsTable
 from couplescope.frontends.tui.views.base import AppView
 
 HINT = "space marks runs for c (compare); e exports the highlighted run"

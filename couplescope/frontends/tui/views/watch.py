@@ -1,4 +1,4 @@
-"""The Watch view: the variant being measured, as it runs (widgets: tui/watch.py)."""
+"""The Watch view: the variant being measured, as it runs (widgets: tui/watch_widgets.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.widgets import ProgressBar, Static
 
 from couplescope.frontends.tui.telemetry_panel import TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
-from couplescope.frontends.tui.watch import (TABLE_HEADER, TRAINING_HEADER, IterationsTable, PlotLegend,
+from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, TRAINING_HEADER, IterationsTable, PlotLegend,
                                              StatsPanel, TimePlot)
 
 

@@ -21,8 +21,10 @@ class Catalogue:
     models: dict = field(default_factory=dict)
     #: name -> (summary, why unavailable or None)
     backends: dict = field(default_factory=dict)
-    #: backend name -> the hosts it runs on (preferred first)
+    #: backend name -> the hosts that make its calls (an MPI job's: its inner backend's)
     backend_hosts: dict = field(default_factory=dict)
+    #: backend name -> the tasks it runs
+    backend_tasks: dict = field(default_factory=dict)
     #: host name -> (what it is, why unavailable or None)
     hosts: dict = field(default_factory=dict)
     #: name -> description
@@ -36,6 +38,7 @@ class Catalogue:
 
 def read_catalogue(with_devices: bool = True) -> Catalogue:
     from couplescope import backends
+    from couplescope.backends import hosts
     from couplescope.core import presets
     from couplescope.workloads import catalogue, model_info
 
@@ -54,11 +57,10 @@ def read_catalogue(with_devices: bool = True) -> Catalogue:
             out.errors.append(f"model {name}: {type(exc).__name__}: {exc}")
     for name in backends.names():
         out.backends[name] = (backends.REGISTRY[name][1], backends.unavailable(name))
-        try:
-            out.backend_hosts[name] = backends.get(name).hosts(RunSpec(model="simplenet", backend=name))
-        except Exception:
-            out.backend_hosts[name] = ("python",)
-    out.hosts = backends.host_rows()
+        runs = backends.get(name).coupling_backend(RunSpec(model="simplenet", backend=name))
+        out.backend_tasks[name] = runs.tasks
+        out.backend_hosts[name] = tuple(h for h in hosts.names() if hosts.get(h).served(runs))
+    out.hosts = hosts.rows()
     for name in presets.preset_names():
         out.presets[name] = presets.describe(name)
     if with_devices:

@@ -1,11 +1,11 @@
 """The engine's side of --task train: the data each step reads, and the checks.
 
 A training variant's iteration is one optimizer step per workload call (the coupling
-makes it: couplescope.backends.training and the native host's TrainHost). Around it, the
+makes it: couplescope.backends.torchscript_training and the native host's TrainHost). Around it, the
 engine does what it does for inference, outside the timed region:
 
 - before each step the learning task fills the host's input and target arrays
-  (couplescope.workloads.learning), as a simulation writes its arrays each time step;
+  (couplescope.workloads.learning_tasks), as a simulation writes its arrays each time step;
 - after the variant's first step, the gradients and the updated weights must equal a
   reference step taken in eager PyTorch on the same data (C-ordered copies, so a coupling
   that reads the host memory in the wrong order fails it, as --layout c fails inference);
@@ -27,7 +27,7 @@ import numpy as np
 
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads.base import max_relative_error
-from couplescope.workloads.learning import LossHistory, ModuleTargets, RandomTarget
+from couplescope.workloads.learning_tasks import LossHistory, ModuleTargets, RandomTarget
 
 #: the first step's gradients and weights against the eager reference, per dtype: the
 #: TorchScript interpreter and eager PyTorch may order a reduction differently, and with
@@ -223,7 +223,7 @@ def reference_step(initial, data, calls, spec, optimizer_name: str, lr: float, a
     across the ranks as the coupling's are (`allreduce`, a collective)."""
     import torch
 
-    from couplescope.backends.training import loss_of, make_optimizer
+    from couplescope.backends.training_step import loss_of, make_optimizer
 
     inputs, targets = data
     model = copy.deepcopy(initial).train()

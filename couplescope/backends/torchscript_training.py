@@ -8,53 +8,15 @@ averaged across ranks (`allreduce`), and `optimizer.step()`. Each is a phase. Th
 read after the timed region (`take_losses`), as a value the simulation would log.
 
 `TorchScriptTraining` is the python host's coupling of the torchscript backend (what a
-Python simulation pays); the native host's is couplescope.backends.native_training; the
-bridge's built-in module (bridge_module.py) uses `make_optimizer` and `loss_of` too, so
-every host minimises the same loss with the same optimizer.
+Python simulation pays); the native host's is couplescope.backends.native.train_host.
+The step's shared pieces (optimizer, loss, phases) are couplescope.backends.training_step.
 """
 
 from __future__ import annotations
 
 from couplescope.backends.base import Coupling
-from couplescope.protocol.options import FUSED_LOSS_CALLS
 from couplescope.backends.host_memory import HostTensors
-
-#: a training step's phases, in the order they happen
-TRAIN_PHASES = ("marshal_in", "zero_grad", "forward", "loss", "backward", "allreduce", "step")
-
-
-def make_optimizer(torch, parameters, name: str, lr: float):
-    """libtorch's optimizer of that name over the parameters: SGD (plain, as FTorch's and
-    pytorch-fortran's examples) or Adam (torch's defaults, betas 0.9/0.999)."""
-    parameters = list(parameters)
-    if name == "adam":
-        return torch.optim.Adam(parameters, lr=lr)
-    return torch.optim.SGD(parameters, lr=lr)
-
-
-def loss_of(output, target, kind: str, call: str = "ftorch-operators"):
-    """The loss. From tensor operations, as FTorch's example 11 writes it in Fortran:
-    mean((output - target)**2) for mse, mean(|output - target|) for l1; or, for the train
-    calls that make it in one call (FTorch's torch_loss_mse, pytorch-fortran's train),
-    torch.nn.functional.mse_loss or l1_loss. It runs inside the timed loss phase: the
-    form's test is a tuple lookup, and the fused forms' import finds the loaded module."""
-    if call in FUSED_LOSS_CALLS:
-        import torch.nn.functional as F
-
-        return F.l1_loss(output, target) if kind == "l1" else F.mse_loss(output, target)
-    difference = output - target
-    if kind == "l1":
-        return difference.abs().mean()
-    return (difference ** 2).mean()
-
-
-def parameter_state(module) -> dict:
-    """{name: (weight, grad or None)} as numpy copies: what the checks compare."""
-    out = {}
-    for name, p in module.named_parameters():
-        grad = None if p.grad is None else p.grad.detach().cpu().numpy().copy()
-        out[name] = (p.detach().cpu().numpy().copy(), grad)
-    return out
+from couplescope.backends.training_step import TRAIN_PHASES, loss_of, make_optimizer, parameter_state  # noqa: F401
 
 
 class TorchScriptTraining(Coupling):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 
 
 class RunsTable(DataTable):

@@ -22,7 +22,7 @@ class NativeTraining(Coupling):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         from couplescope.backends import native
-        from couplescope.backends.torchscript import host_array
+        from couplescope.backends.native.host_arrays import host_array
 
         self.native = native.module_for_worker()
         targets = ctx.extra["targets"]
@@ -47,7 +47,7 @@ class NativeTraining(Coupling):
         self._params = [weight for _, weight, _ in self.host.parameters()]
 
     def call(self) -> float:
-        from couplescope.backends.torchscript import add_host_phases
+        from couplescope.backends.native.host_arrays import add_host_phases
 
         ctx = self.ctx
         loading = 0.0

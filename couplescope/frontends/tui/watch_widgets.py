@@ -2,7 +2,7 @@
 
 Each widget is fed batches of events by the app and redraws itself at most a few times
 a second; none of them touches the engine. Statistics come from couplescope.results.stats via
-the run's ResultsBuilder; numbers are written with couplescope.frontends.format.
+the run's ResultsBuilder; numbers are written with couplescope.frontends.formatting.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import RichLog, Static
 from textual_plotext import PlotextPlot
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.results import stats
 
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}

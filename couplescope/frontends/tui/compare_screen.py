@@ -21,12 +21,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from couplescope.frontends import format as fmt
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.results import labels, stats, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
-from .watch import _unit
+from couplescope.frontends.tui.watch_widgets import _unit
 
 
 WHISKERS = (95, 75, 50, 25, 5)   # plotext's quintuple order: top whisker first
