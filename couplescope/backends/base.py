@@ -51,6 +51,9 @@ class CouplingContext:
     clock: object                     # PhaseClock
     #: the eager model the engine built (the reference, and what is scripted or exported)
     eager: object = None
+    #: report(event, **fields): an event of the variant, outside any timed region (a
+    #: library host's driver build says how it goes with host_build events)
+    report: object = lambda event, **fields: None
     device: str = "cpu"
     extra: dict = field(default_factory=dict)
 
@@ -88,6 +91,10 @@ class Coupling:
     #: seconds of loading done before load() and counted in the load time: a user's bridge
     #: module initialised once while the variant was built, so its reference() could run
     loaded_before: float = 0.0
+
+    #: why torch.profiler in the worker cannot see the calls (they are made in another
+    #: process: a library host's driver), or None; the profiled window is skipped saying so
+    not_profiled: str | None = None
 
     def close(self) -> None:
         pass

@@ -212,10 +212,13 @@ def refuse_options_that_apply_to_nothing(overrides: dict, specs) -> None:
                          "own inputs (use --size)")
     for key in overrides:
         option = options.BY_NAME.get(key)
-        if option is None or (option.backends is None and option.tasks is None):
+        if option is None or (option.backends is None and option.tasks is None and option.hosts is None):
             continue
-        if any(option.applies_to(backend_names(spec), getattr(spec, "task", None)) for spec in specs):
+        if any(option.applies_to(backend_names(spec), getattr(spec, "task", None), spec.host)
+               for spec in specs):
             continue
+        if option.hosts is not None and not any(spec.host in option.hosts for spec in specs):
+            raise UsageError(f"{option.flag} applies to --host {' or '.join(option.hosts)}")
         if option.backends is not None:
             raise UsageError(f"{option.flag} applies to --backend {' or '.join(option.backends)}")
         raise UsageError(f"{option.flag} applies to --task {' or '.join(option.tasks)}")

@@ -67,6 +67,21 @@ def compiled_line(ev: dict) -> str:
     return text
 
 
+def library_line(facts: dict) -> str:
+    """A library host's build in one line: "FTorch 1.1.0 at DIR, libtorch 2.13.0, GNU 12.2.0
+    Fortran, flags -O3"."""
+    name = facts.get("library") or "library"
+    version = facts.get("library_version")
+    compiler = " ".join(p for p in (facts.get("compiler_id"), facts.get("compiler_version")) if p)
+    flags = " ".join(" ".join(p for p in (facts.get("flags", ""), facts.get("fflags", "")) if p).split())
+    parts = [f"{name}{' ' + version if version else ''} at {facts.get('library_dir') or '?'}"]
+    if facts.get("torch_version"):
+        parts.append(f"libtorch {facts['torch_version']}")
+    if compiler:
+        parts.append(f"{compiler} Fortran" + (f", flags {flags}" if flags else ""))
+    return ", ".join(parts)
+
+
 def ratio(value) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 

@@ -110,9 +110,13 @@ EVENTS: dict[str, EventType] = {
         {"path": "absolute path of the file"},
         {"relative_path": "the same, relative to the run directory"}),
     "host_build": EventType(
-        "parent", "the native host a variant runs on: being compiled (first use), built, or cached",
+        "parent", "the host a variant runs on: being compiled (first use), built, or cached (a "
+                  "library host's driver is built, and this event sent, by the worker)",
         {"status": "building, built or cached", "directory": "the cache directory of this build"},
-        {"seconds": "compile time (built)", "message": "what is happening, in words (building)"}),
+        {"seconds": "compile time (built)", "message": "what is happening, in words (building)",
+         "host": "the host built (native when absent): a library host's driver is built in the worker",
+         "library": "a library host's build: the library, its version and install, the libtorch it "
+                    "links, the compiler and its flags"}),
     "telemetry": EventType(
         "parent", "one CPU/GPU sample of the worker's process tree (the parent's), or of one "
                   "node's ranks (a multi-node job's node sampler: sent by the worker)",

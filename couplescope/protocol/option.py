@@ -44,6 +44,8 @@ class Option:
     backends: tuple[str, ...] | None = None
     #: the tasks that read it (None: every task)
     tasks: tuple[str, ...] | None = None
+    #: the hosts that read it (None: every host); set for another host, it is refused
+    hosts: tuple[str, ...] | None = None
     #: the app's short label (default: the name with spaces)
     label: str = ""
     #: the command line's flag takes no value (--export DIR's DIR may be left out: const)
@@ -145,9 +147,12 @@ class Option:
             raise UsageError(f"{self.flag}: empty list '{text}'")
         return [self.parse(item) for item in items]
 
-    def applies_to(self, backend_names, task: str | None = None) -> bool:
-        """Whether a variant run by these backends (its backend, and an inner one) reads it."""
+    def applies_to(self, backend_names, task: str | None = None, host: str | None = None) -> bool:
+        """Whether a variant run by these backends (its backend, and an inner one), for this
+        task, on this host, reads it."""
         if self.backends is not None and not set(self.backends) & set(backend_names):
+            return False
+        if self.hosts is not None and host not in self.hosts:
             return False
         return self.tasks is None or task is None or task in self.tasks
 

@@ -87,11 +87,19 @@ OPTIONS: tuple[Option, ...] = (
            label="backends"),
     Option("size", int, None, "the model's size parameter (see --list); a comma list sweeps it",
            _WHAT, low=1, sweep=True, metavar="N[,N]", default_text="the model's own"),
-    Option("host", str, None, "who makes the calls: native (C++ against libtorch, what a Fortran "
-           "code pays through FTorch or forpy; compiled on first use and cached) or python (the "
-           "worker's Python loop, what a Python code pays); a comma list runs each",
+    Option("host", str, None, "who makes the calls: native (C++ against libtorch replicating what "
+           "a Fortran code pays through FTorch or forpy; compiled on first use and cached), python "
+           "(the worker's Python loop, what a Python code pays), or the user's own library called "
+           "from Fortran (ftorch); a comma list runs each (see --list)",
            _WHAT, source="hosts", sweep=True, metavar="NAME[,NAME]",
            default_text="native where it can be built, else python"),
+    Option("ftorch_dir", str, None, "where the user's FTorch is installed (the prefix given to "
+           "its cmake --install, or the folder holding FTorchConfig.cmake), for --host ftorch",
+           _WHAT, hosts=("ftorch",), metavar="PREFIX", label="FTorch dir",
+           default_text="FTorch_DIR, else CMAKE_PREFIX_PATH"),
+    Option("fc", str, None, "the Fortran compiler a library host's driver is built with",
+           _WHAT, hosts=("ftorch",), metavar="COMPILER", label="Fortran compiler",
+           default_text="$FC, else gfortran"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
            "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",
            _WHAT, choices=GRAD_MODES, metavar="MODE"),

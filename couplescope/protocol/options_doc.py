@@ -38,6 +38,8 @@ def markdown() -> str:
             applies = ", ".join(o.backends) if o.backends else "every backend"
             if o.tasks:
                 applies += f"; task {', '.join(o.tasks)}"
+            if o.hosts:
+                applies += f"; host {', '.join(o.hosts)}"
             meaning = o.help + ("; a comma list runs one variant per value" if o.sweep and "comma" not in o.help else "")
             lines.append(f"| `{o.flag}` | {key} | {kind} | {o.default_words()} | {applies} | {meaning} |")
         lines.append("")

@@ -329,7 +329,8 @@ class ResultsBuilder:
         elif kind == "host_build" and name and ev.status != "building":
             self.variant(name).summary["host_build"] = {
                 "status": ev.status, "directory": ev.directory,
-                "compile_seconds": ev.get("seconds", 0.0)}
+                "compile_seconds": ev.get("seconds", 0.0),
+                **({"host": ev.host} if ev.host else {}), **({"library": ev.library} if ev.library else {})}
         elif kind == "telemetry" and name:
             from couplescope.results.telemetry import record_sample
 

@@ -37,7 +37,7 @@ from couplescope.workloads import catalogue
 
 # -- building a variant -----------------------------------------------------------------
 
-def prepare(spec, backend, tmpdir: str, rank: int = 0, allreduce=None) -> Prepared:
+def prepare(spec, backend, tmpdir: str, rank: int = 0, allreduce=None, report=None) -> Prepared:
     """Everything the timed loop needs, built outside it. Raises UsageError for bad input
     (a size too big for the memory here included, before anything is allocated)."""
     backend.validate(spec)   # a spec that skipped validation is refused the same way
@@ -52,7 +52,7 @@ def prepare(spec, backend, tmpdir: str, rank: int = 0, allreduce=None) -> Prepar
     here = launch.processes(spec) if launch.placement_known(spec) else 1
     memory_check.check(workload, size, dtype, here, spec)
     try:
-        return _build(spec, backend, workload, size, dtype, tmpdir, rank, allreduce)
+        return _build(spec, backend, workload, size, dtype, tmpdir, rank, allreduce, report)
     except MemoryError:   # the estimate was overridden, or wrong: still bad input, said plainly
         raise UsageError(f"--size {size} for {workload.name} ran out of memory while building "
                          "the model and its arrays; use a smaller --size") from None
@@ -64,7 +64,7 @@ def prepare(spec, backend, tmpdir: str, rank: int = 0, allreduce=None) -> Prepar
 
 
 def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: int,
-           allreduce=None) -> Prepared:
+           allreduce=None, report=None) -> Prepared:
     arrays = host_arrays(workload, spec, size, dtype, rank)
     calls = workload.calls(size)
     clock = PhaseClock()
@@ -90,7 +90,8 @@ def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: in
                      allreduce=allreduce)
     ctx = CouplingContext(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
                           outputs=outputs, calls=calls, torchscript_path=ts_path, clock=clock,
-                          eager=eager, device=spec.device, extra=extra)
+                          eager=eager, device=spec.device, extra=extra,
+                          **({"report": report} if report is not None else {}))
     return Prepared(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
                     outputs=outputs, expected=expected, calls=calls, clock=clock,
                     coupling=hosts.get(spec.host or "python").open(coupling_backend, ctx), tolerance=workload.tolerance(dtype),
@@ -213,7 +214,7 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
     team.begin()
     from couplescope.worker.environment import environment
 
-    host = hosts.get(spec.host or "python").environment()
+    host = hosts.get(spec.host or "python").environment(spec)
     team.now("run_started", spec=spec.to_dict(),
              environment={**environment(), **team.environment(), **({"host": host} if host else {})},
              coupling=", ".join([spec.backend, *backend.describe(spec), *host_words(spec)]),
@@ -223,7 +224,8 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
     here = spec.replace(device=placements[team.rank]["device"])
     after = team.after_iteration
     with tempfile.TemporaryDirectory(prefix="couplescope-") as tmpdir:
-        prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank, team.gradient_reducer()))
+        prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank, team.gradient_reducer(),
+                                              report=team.now))
         team.arrays_ready(prepared.arrays, prepared.outputs)
         loads = team.stage(lambda: _timed_load(prepared), share=True)
         if prepared.coupling.compiled:

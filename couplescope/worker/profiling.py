@@ -187,6 +187,12 @@ def _run_window(prepared, emit, spec, profile, trace_dir, warmup, active, info, 
     (except KeyboardInterrupt). `after` (the team's step) runs after every iteration too."""
     clock = prepared.clock
     limit = profile["max_ops"]
+    unseen = prepared.coupling.not_profiled
+    if unseen:   # the calls are made in another process (a library host's driver)
+        profile.update(status="skipped", warmup_iterations=0, recorded_iterations=0, reason=unseen)
+        emit("diagnostic", level="warning", setting="profile_iterations",
+             message=f"profiling skipped: {unseen}; --profile-iterations 0 says so up front")
+        return
     t0 = perf_counter()
     try:
         ops = count_operators(prepared, limit)

@@ -19,6 +19,7 @@ from couplescope.protocol.errors import UsageError, choices_text
 REGISTRY = {
     "native": "couplescope.backends.hosts.native",
     "python": "couplescope.backends.hosts.python",
+    "ftorch": "couplescope.backends.hosts.ftorch",
 }
 
 
@@ -69,8 +70,9 @@ def check(spec) -> None:
     reason = unavailable(spec.host, spec)
     if reason:
         others = [h for h in hosts if h != spec.host and unavailable(h, spec) is None]
-        instead = f"; --host {others[-1]} runs without it" if others else ""
+        instead = f"; --host {others[0]} runs without it" if others else ""
         raise UsageError(f"--host {spec.host} is unavailable: {reason}{instead}")
+    get(spec.host).validate(spec)
 
 
 def resolve(spec):

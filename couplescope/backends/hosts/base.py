@@ -10,7 +10,8 @@ one line in `couplescope.backends.hosts.REGISTRY`. It declares:
   what it serves    calls: (backend, task) -> the Coupling that makes those calls on this
                     host ("module:attribute", imported in the worker only); the python
                     host serves every backend for every task the backend declares
-  may it run here   unavailable(spec): one line naming what is missing, or None
+  may it run here   unavailable(spec): one line naming what is missing, or None;
+                    validate(spec): refuse what it cannot make (a device, a dtype, a loss)
   its build         needs_build, key_inputs, build_key, build_dir, ensure_built, cache_state,
                     worker_env: what the parent compiles before a worker starts (cached)
   in the worker     open(backend, ctx): the Coupling; environment(): what results record
@@ -58,6 +59,9 @@ class Host:
         """Why it cannot make calls here (for `spec`, if given), in one line; None if it can."""
         return None
 
+    def validate(self, spec) -> None:
+        """Raise UsageError for a spec this host cannot make the calls of (in the parent)."""
+
     # -- its build (parent) --------------------------------------------------------------------
     def needs_build(self, spec) -> bool:
         """Whether something must be compiled (or found in the cache) before `spec`'s worker starts."""
@@ -95,6 +99,6 @@ class Host:
         module, _, attribute = target.partition(":")
         return getattr(importlib.import_module(module), attribute)(ctx)
 
-    def environment(self) -> dict:
+    def environment(self, spec=None) -> dict:
         """What run_started's environment records of this host (library, version, compiler)."""
         return {}

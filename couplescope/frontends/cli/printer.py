@@ -304,12 +304,15 @@ class HeadlessPrinter(Listener):
             self.print(f"{v} | {line}", err=True)
 
     def _on_host_build(self, ev: events.HostBuild):
+        what = "native host" if not ev.host else f"{ev.host} driver"
         if ev.status == "building":
             self.print(f"couplescope: {ev.message} ...", err=True)
-            self.status(f"{ev.variant}: building the native host (first use)")
+            self.status(f"{ev.variant}: building the {what} (first use)")
         elif ev.status == "built":
-            self.print(f"couplescope: native host built in {fmt.seconds(ev.seconds)}; "
+            self.print(f"couplescope: {what} built in {fmt.seconds(ev.seconds)}; "
                        f"later runs reuse it from {ev.directory}", err=True)
+        if ev.library and ev.status != "building":
+            self.print(f"{ev.variant}: {fmt.library_line(ev.library)}")
 
     def _on_diagnostic(self, ev: events.Diagnostic):
         self.print(self._paint(f"warning: {ev.message}", YELLOW), err=True)

@@ -87,4 +87,5 @@ def ratio_line(row: dict) -> str | None:
 
 def build_text(ev: dict) -> str:
     """A host_build event in words: what is happening, or how long the build took."""
-    return ev.get("message") or f"native host built in {fmt.seconds(ev.get('seconds'))}"
+    what = f"{ev['host']} driver" if ev.get("host") else "native host"
+    return ev.get("message") or f"{what} built in {fmt.seconds(ev.get('seconds'))}"

@@ -1,0 +1,112 @@
+"""The ftorch host's Coupling: the torchscript backend's calls made by the user's FTorch.
+
+The program (couplescope.backends.hosts.driver.ftorch_program) is written for the
+variant's arrays and task, compiled against the FTorch the host found, and driven through
+the shared file (couplescope.backends.hosts.driver.library_coupling). Inference phases are
+FTorch's calls: marshal_in is torch_tensor_from_array (every input and the output),
+forward torch_model_forward (FTorch copies the result into the Fortran output inside it),
+marshal_out torch_delete. Training phases are example 11's: zero_grad, forward, loss,
+backward, step.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+from couplescope.backends.hosts.driver import ftorch_install as ftorch
+from couplescope.backends.hosts.driver import ftorch_program as program
+from couplescope.backends.hosts.driver.build import FORTRAN_DIR, DriverBuild
+from couplescope.backends.hosts.driver.library_coupling import LibraryCoupling
+from couplescope.protocol.errors import UsageError
+
+
+def signature(ctx) -> program.Signature:
+    """What the driver's text depends on, from the variant's host arrays."""
+    def array(a):
+        if a.dtype.name not in program.KINDS:
+            raise UsageError(f"--host ftorch: FTorch takes real32 and real64 arrays, not {a.dtype.name}")
+        return program.Array(a.dtype.name, a.ndim)
+
+    calls = tuple(program.CallSignature(tuple(array(ctx.arrays[n]) for n in c.inputs),
+                                        array(ctx.outputs[c.output])) for c in ctx.calls)
+    return program.Signature(calls, task=ctx.spec.task, train_call=ctx.spec.train_call,
+                             reload=bool(ctx.spec.reload_every_call) and ctx.spec.task != "train",
+                             layout=ctx.spec.layout)
+
+
+def archive_version(path: str) -> str:
+    """The TorchScript file's format version (its archive's `version` record), or ""."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = [n for n in z.namelist() if n.endswith("/version") or n == "version"]
+            return z.read(names[0]).decode().strip() if names else ""
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return ""
+
+
+def load_refusal(facts: dict, path: str, saved_by: str | None, error: str) -> str:
+    """One line: which FTorch and libtorch could not load which file, saved by which torch
+    (the worker's, for a model it saved; else the file's format version), and why."""
+    made = (f"saved by torch {saved_by}" if saved_by
+            else f"TorchScript file format {archive_version(path) or 'unknown'}")
+    reason = error.split(": ", 1)[1] if error.startswith("the ftorch driver stopped") else error
+    return (f"the FTorch at {facts.get('library_dir') or '?'} (libtorch {facts.get('torch_version') or '?'}) "
+            f"cannot load {os.path.basename(path)} ({made}): {reason}")
+
+
+class FTorchCoupling(LibraryCoupling):
+    host = "ftorch"
+
+    def __init__(self, ctx) -> None:
+        self.sig = signature(ctx)
+        self.phases = self.sig.phases
+        super().__init__(ctx)
+
+    def driver_build(self) -> DriverBuild:
+        spec = self.ctx.spec
+        config, _ = ftorch.find_config(spec)
+        if config is None:
+            raise UsageError(ftorch.NOT_FOUND)
+        files = {"driver.f90": program.program(self.sig)}
+        for name in ("couplescope_shared.f90", "CMakeLists.txt"):
+            with open(os.path.join(FORTRAN_DIR, name)) as f:
+                files[name] = f.read()
+        return DriverBuild(host="ftorch", files=files, compiler=ftorch.fortran_compiler(spec),
+                           cmake_args=[f"-DFTorch_DIR={config}"], identity_files=ftorch.install_files(config),
+                           what="the ftorch driver")
+
+    def config(self) -> str:
+        ctx, f = self.ctx, self.file
+        calls = []
+        for c, call in enumerate(ctx.calls):
+            out = ctx.outputs[call.output]
+            target = ((f.offsets[f"target:{call.output}"], out.shape) if self.training else None)
+            calls.append(([(f.offsets[f"in:{n}"], ctx.arrays[n].shape) for n in call.inputs],
+                          (f.offsets[f"out:{call.output}"], out.shape), target,
+                          (f.offsets[f"nan:{call.output}"], f.offsets[f"snap:{call.output}"], out.nbytes),
+                          f.offsets[f"loss:{c}"] if self.training else None))
+        feeds, params = [], []
+        if self.training:
+            feeds = [(f.offsets[f"in:{n}"], f.offsets[f"rows:in:{n}"], a.nbytes) for n, a in ctx.arrays.items()]
+            feeds += [(f.offsets[f"target:{n}"], f.offsets[f"rows:target:{n}"], a.nbytes)
+                      for n, a in ctx.extra["targets"].items()]
+            params = [(f.offsets[f"weight:{i}"], f.offsets[f"grad:{i}"], p.dtype.name, p.shape)
+                      for i, p in enumerate(self.parameters())]
+        return program.config_text(os.path.abspath(ctx.torchscript_path), f.total, self.capacity,
+                                   f.offsets["timings"], f.offsets["losses"], ctx.spec.layout,
+                                   ctx.extra.get("optimizer") or "sgd", float(ctx.extra.get("lr") or 0.0),
+                                   calls, feeds, params)
+
+    def library_facts(self) -> dict:
+        config, _ = ftorch.find_config(self.ctx.spec)
+        return {"library": "FTorch", "library_version": ftorch.library_version(config) if config else "",
+                "fflags": os.environ.get("FFLAGS", "")}
+
+    def load_failure(self, error: str) -> Exception:
+        """A model the user's libtorch cannot load: one line naming both versions."""
+        import torch
+
+        path = self.ctx.torchscript_path
+        users_file = self.ctx.spec.model.endswith((".pt", ".pth"))
+        return UsageError(load_refusal(self.build_facts, path, None if users_file else torch.__version__, error))

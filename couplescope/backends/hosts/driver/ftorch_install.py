@@ -1,0 +1,80 @@
+"""Where the user's FTorch is, and what builds against it: found as its users find it.
+
+FTorch installs a CMake package config (FTorchConfig.cmake); find_package finds it from
+FTorch_DIR or a prefix in CMAKE_PREFIX_PATH. The ftorch host looks the same way, first in
+--ftorch-dir, and hands CMake the folder it found, so the driver is built against the
+install the user named. Cheap: files and environment variables only.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+
+CONFIG_NAME = "FTorchConfig.cmake"
+NOT_FOUND = "FTorch not found: pass --ftorch-dir PREFIX or set FTorch_DIR"
+
+
+def find_config(spec=None) -> tuple[str | None, str]:
+    """(the directory holding FTorchConfig.cmake or None, where it was looked for): from
+    --ftorch-dir, else FTorch_DIR, else each CMAKE_PREFIX_PATH entry, as find_package looks
+    in a prefix (lib/cmake/FTorch, lib64/cmake/FTorch, share/cmake/FTorch, or the folder)."""
+    given = getattr(spec, "ftorch_dir", None) if spec is not None else None
+    if given:
+        candidates, source = [given], f"--ftorch-dir {given}"
+    elif os.environ.get("FTorch_DIR"):
+        candidates, source = [os.environ["FTorch_DIR"]], f"FTorch_DIR={os.environ['FTorch_DIR']}"
+    elif os.environ.get("CMAKE_PREFIX_PATH"):
+        candidates = [p for p in os.environ["CMAKE_PREFIX_PATH"].split(os.pathsep) if p]
+        source = "CMAKE_PREFIX_PATH"
+    else:
+        return None, ""
+    for root in candidates:
+        root = os.path.abspath(os.path.expanduser(root))
+        for sub in ("", "lib/cmake/FTorch", "lib64/cmake/FTorch", "share/cmake/FTorch",
+                    "cmake", "lib/cmake", "lib64/cmake"):
+            folder = os.path.join(root, sub) if sub else root
+            if os.path.isfile(os.path.join(folder, CONFIG_NAME)):
+                return os.path.realpath(folder), source
+    return None, source
+
+
+def install_files(config_dir: str) -> list[str]:
+    """The files that identify an FTorch install: its package config files and the
+    library files of its prefix (a rebuilt FTorch is a new build key)."""
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(config_dir)))
+    files = sorted(glob.glob(os.path.join(config_dir, "*.cmake")))
+    for lib in ("lib", "lib64"):
+        files += sorted(glob.glob(os.path.join(prefix, lib, "libftorch*")))
+    return files
+
+
+def library_version(config_dir: str) -> str:
+    """FTorch's version as its install says it (pkg-config's ftorch.pc; its CMake config
+    carries none), or ""."""
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(config_dir)))
+    for lib in ("lib", "lib64", "share"):
+        try:
+            with open(os.path.join(prefix, lib, "pkgconfig", "ftorch.pc")) as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            continue
+    return ""
+
+
+def fortran_compiler(spec=None) -> str:
+    """--fc, else $FC, else gfortran (what CMake would take)."""
+    return (getattr(spec, "fc", None) if spec is not None else None) or os.environ.get("FC") or "gfortran"
+
+
+def missing_tools(spec=None) -> str | None:
+    fc = fortran_compiler(spec)
+    if shutil.which(fc) is None:
+        named = "--fc " + fc if getattr(spec, "fc", None) else ("FC=" + fc if os.environ.get("FC") else fc)
+        return f"no Fortran compiler ({named} not found; install gfortran or pass --fc)"
+    if shutil.which("cmake") is None:
+        return "cmake not found (FTorch's package config is read by CMake)"
+    return None

@@ -1,0 +1,234 @@
+"""The worker's side of a library host: the driver built, the host arrays shared, the calls made.
+
+A library host (the user's FTorch, their forpy) makes the calls from a Fortran driver in a
+process of its own (couplescope.backends.hosts.driver says why). This Coupling, in the
+worker, builds the driver for the variant's signature (or finds it in the cache), moves
+the host arrays into the file both processes map (the engine's dictionaries keep their
+names; the arrays behind them now live in the shared file), starts the driver, and
+asks it for a load, one call (`call`), or a batch of calls made back to back in Fortran
+(`DriverBatchRunner`, the native host's batches by another route). Timings come back as
+binary records in the shared file, written after each iteration's last clock read.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from couplescope.backends.base import Coupling
+from couplescope.backends.batch import BATCH_SECONDS, MAX_BATCH, MAX_SNAPSHOT_BYTES, BatchRunner
+from couplescope.backends.hosts.driver.build import DriverBuild, ensure_built, facts
+from couplescope.backends.hosts.driver.process import DriverEnded, DriverProcess, driver_env
+from couplescope.backends.hosts.driver.shared_file import SharedFile
+
+
+def capacity_for(nbytes: int) -> int:
+    """The most iterations a batch holds: BatchRunner's rule (MAX_BATCH, MAX_SNAPSHOT_BYTES)."""
+    return max(1, min(MAX_BATCH, MAX_SNAPSHOT_BYTES // max(nbytes, 1)))
+
+
+class LibraryCoupling(Coupling):
+    """What every library host's Coupling shares; a subclass says what the driver is
+    (`driver_build`, `phases`, `config`) and how a load failure reads (`load_failure`)."""
+
+    #: the host's name: its cache folder and its words in messages
+    host = ""
+    #: the phases of a timings row after its whole, in order
+    phases: tuple[str, ...] = ()
+
+    @property
+    def not_profiled(self) -> str:
+        return (f"the {self.host} host's calls run in its driver process, which torch.profiler "
+                "in the worker cannot see")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        from couplescope.protocol import scratch
+
+        self.training = ctx.spec.task == "train"
+        self.driver = None
+        self._losses: list[float] = []
+        self._grads_read = False
+        build = self.driver_build()
+        self.executable, seconds, self.build_dir = ensure_built(build, self.report_build)
+        self.build_facts = {**facts(self.build_dir), **self.library_facts()}
+        said = {"directory": self.build_dir, "host": self.host, "library": self.build_facts}
+        if seconds is None:
+            self.report("host_build", status="cached", **said)
+        else:
+            self.report("host_build", status="built", seconds=round(seconds, 3), **said)
+        folder = scratch.subfolder(f"{self.host}-")
+        self.file = SharedFile(folder, "shared")
+        self.config_path = os.path.join(folder, "config")
+        self.lay_out()
+        self.file.open()
+        self.share_arrays()
+        with open(self.config_path, "w") as f:
+            f.write(self.config())
+        # Fortran's timings(1 + phases, capacity): a row per iteration, its whole first
+        self.timings = self.file.bytes("timings", self.capacity, 8 * (1 + len(self.phases))).view(np.float64)
+        self.step_losses = self.file.array("losses", (self.capacity,), np.float64)
+        self.driver = DriverProcess([self.executable, self.file.path, self.config_path],
+                                    driver_env(ctx.spec.threads), f"the {self.host} driver")
+        if not ctx.spec.reload_every_call:
+            self.call_batch = DriverBatchRunner(self)
+
+    # -- what a subclass says ----------------------------------------------------------------
+    def driver_build(self) -> DriverBuild:
+        raise NotImplementedError
+
+    def config(self) -> str:
+        raise NotImplementedError
+
+    def load_failure(self, error: str) -> Exception:
+        return RuntimeError(error)
+
+    def library_facts(self) -> dict:
+        """What the host knows of the library beyond what CMake wrote (its name, version)."""
+        return {}
+
+    # -- reporting -----------------------------------------------------------------------------
+    def report(self, event: str, **fields) -> None:
+        self.ctx.report(event, **fields)
+
+    def report_build(self, words: str) -> None:
+        self.report("host_build", status="building", directory="", host=self.host, message=words)
+
+    # -- the shared file -----------------------------------------------------------------------
+    def lay_out(self) -> None:
+        """Regions for the host arrays (inputs, outputs, training targets and loss buffers),
+        the outputs' NaN patterns and snapshots, the timings, the losses, the data rows."""
+        ctx, f = self.ctx, self.file
+        for name, a in ctx.arrays.items():
+            f.add(f"in:{name}", a.nbytes)
+        for name, a in ctx.outputs.items():
+            f.add(f"out:{name}", a.nbytes)
+            f.add(f"nan:{name}", a.nbytes)
+        out_bytes = sum(a.nbytes for a in ctx.outputs.values())
+        fed_bytes = 0
+        if self.training:
+            for name, a in ctx.extra["targets"].items():
+                f.add(f"target:{name}", a.nbytes)
+            for c in range(len(ctx.calls)):
+                f.add(f"loss:{c}", 8)
+            fed_bytes = sum(a.nbytes for a in ctx.arrays.values()) + \
+                sum(a.nbytes for a in ctx.extra["targets"].values())
+        self.capacity = capacity_for(max(out_bytes if not self.training else 0, fed_bytes))
+        for name, a in ctx.outputs.items():
+            f.add(f"snap:{name}", 0 if self.training else self.capacity * a.nbytes)
+        if self.training:
+            for name, a in ctx.arrays.items():
+                f.add(f"rows:in:{name}", self.capacity * a.nbytes)
+            for name, a in ctx.extra["targets"].items():
+                f.add(f"rows:target:{name}", self.capacity * a.nbytes)
+            for i, p in enumerate(self.parameters()):
+                f.add(f"weight:{i}", p.nbytes)
+                f.add(f"grad:{i}", p.nbytes)
+        f.add("timings", self.capacity * 8 * (1 + len(self.phases)))
+        f.add("losses", self.capacity * 8)
+
+    def parameters(self) -> list:
+        """The eager model's parameters as numpy arrays (shapes and dtypes of what the
+        driver's model holds, in its parameters() order)."""
+        return [p.detach().cpu().numpy() for p in self.ctx.eager.parameters()] if self.training else []
+
+    def share_arrays(self) -> None:
+        """The host arrays moved into the shared file, under the same names: the engine, the
+        checks and a training variant's data fill work on what the driver reads."""
+        ctx, f = self.ctx, self.file
+        for prefix, arrays in (("in", ctx.arrays), ("out", ctx.outputs),
+                               *((("target", ctx.extra["targets"]),) if self.training else ())):
+            for name, a in list(arrays.items()):
+                shared = f.array(f"{prefix}:{name}", a.shape, a.dtype)
+                shared[...] = a
+                arrays[name] = shared
+        for name, a in ctx.outputs.items():
+            f.array(f"nan:{name}", a.shape, a.dtype)[...] = np.nan
+
+    # -- the calls -------------------------------------------------------------------------------
+    def load(self) -> None:
+        try:
+            self.driver.ask("load", "loaded")
+        except DriverEnded as exc:
+            raise self.load_failure(str(exc)) from None
+
+    def call(self) -> float:
+        """One iteration (the engine reset the outputs or filled the step's data)."""
+        self.driver.ask("call 1 0 0", "done")
+        row = self.timings[0]
+        phases = self.ctx.clock.phases
+        for name, value in zip(self.phases, row[1:]):
+            if value:
+                phases[name] = phases.get(name, 0.0) + float(value)
+        if self.training:
+            self._losses.append(float(self.step_losses[0]))
+        return float(row[0])
+
+    def take_losses(self) -> float:
+        losses, self._losses = self._losses, []
+        return sum(losses) / len(losses) if losses else float("nan")
+
+    def state(self) -> dict:
+        """{name: (weight, grad or None)}: read back through the driver (the gradients only
+        the first time: the first step's check; later reads are of the weights)."""
+        grads = not self._grads_read
+        self.driver.ask("state" if grads else "weights", "state")
+        self._grads_read = True
+        names = [n for n, _ in self.ctx.eager.named_parameters()]
+        out = {}
+        for i, (name, p) in enumerate(zip(names, self.parameters())):
+            weight = self.file.array(f"weight:{i}", p.shape, p.dtype).copy()
+            grad = self.file.array(f"grad:{i}", p.shape, p.dtype).copy() if grads else None
+            out[name] = (weight, grad)
+        return out
+
+    def save(self, path: str) -> None:
+        self.driver.ask(f"save {path}", "saved")
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.end()
+            self.driver = None
+        self.call_batch = None
+        self.timings = self.step_losses = None
+
+
+class DriverBatchRunner(BatchRunner):
+    """Batches made by the driver: NaN into the outputs, the step's data, the calls and the
+    snapshots, all in Fortran, back to back (couplescope.backends.batch says why)."""
+
+    def __init__(self, coupling: LibraryCoupling) -> None:
+        outputs = {} if coupling.training else coupling.ctx.outputs
+        super().__init__(outputs, coupling.ctx.arrays)
+        self.coupling = coupling
+        self.capacity = coupling.capacity
+        f = coupling.file
+        # the NaN patterns and snapshots the driver copies live in the shared file
+        self._nan = {n: f.array(f"nan:{n}", a.shape, a.dtype) for n, a in outputs.items()}
+        self._snapshots = {n: f.bytes(f"snap:{n}", self.capacity, a.nbytes) for n, a in outputs.items()}
+
+    def _calls(self, count: int, stop):
+        coupling = self.coupling
+        count = min(count, self.capacity)
+        feed = 0
+        if self.feeder is not None:   # a training batch: every step's inputs and targets
+            rows = self.feeder.fill_rows(count)
+            for key, (array, buffer) in rows.items():
+                coupling.file.bytes(f"rows:{key}", self.capacity, array.nbytes)[:count] = buffer
+            feed = 1 if rows else 0
+        try:
+            made = int(coupling.driver.ask(f"batch {count} {BATCH_SECONDS!r} {feed}", "done"))
+        except DriverEnded as exc:
+            if self.feeder is not None:
+                self.feeder.unfill(count)
+            return [], (str(exc), 0.0)
+        if self.feeder is not None and made < count:
+            self.feeder.unfill(count - made)   # the steps not made: filled again next batch
+        raw = []
+        for k in range(made):
+            row = coupling.timings[k]
+            phases = {name: float(v) for name, v in zip(coupling.phases, row[1:]) if v}
+            extra = {"loss": float(coupling.step_losses[k])} if coupling.training else {}
+            raw.append((float(row[0]), phases, None, extra))
+        return raw, None
