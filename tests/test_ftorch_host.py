@@ -245,3 +245,32 @@ def test_a_model_the_users_libtorch_cannot_load_is_one_line_naming_both_versions
     with zipfile.ZipFile(users, "w") as z:
         z.writestr("net/version", "10\n")
     assert "(TorchScript file format 10)" in load_refusal(facts, str(users), None, "[ERROR]: no")
+
+
+def synthetic_run(specs, **settings) -> str:
+    """A synthetic run (made-up events: no torch, FTorch or compiler) through the real pipeline
+    and printer; what it printed."""
+    import io
+
+    from couplescope.core import pipeline, synthetic
+    from couplescope.frontends.cli.printer import HeadlessPrinter
+
+    out, err = io.StringIO(), io.StringIO()
+    printer = HeadlessPrinter(len(specs), out=out, err=err, quiet_iterations=True)
+    pipeline.run(synthetic.request(specs, **settings), [printer], workers=synthetic.SyntheticWorkers())
+    printer.close()
+    return out.getvalue()
+
+
+def test_the_same_calls_from_two_hosts_end_with_the_replica_beside_the_real_library_per_phase():
+    base = RunSpec(model="simplenet", warmup=1, iterations=12, profile_iterations=0)
+    text = synthetic_run([base.replace(host="ftorch", name="real"), base.replace(host="native", name="replica")],
+                         rounds=3, order_seed=1, baseline="real")
+    table = text.split("per phase, by host (median; ratio from same-round pairs, 95% interval):\n", 1)[1]
+    header, rule, *rows = table.splitlines()[:6]
+    assert header.split() == ["phase", "ftorch", "native", "native", "÷", "ftorch"]
+    assert [r.split()[0] for r in rows[:4]] == ["marshal_in", "forward", "marshal_out", "call"]
+    assert all(re.search(r"\d\.\d\dx \(\d\.\d\d–\d\.\d\d\)$", r) for r in rows[:4]), rows
+    other_backend = synthetic_run([base.replace(host="native", name="a"),
+                                   base.replace(host="python", backend="bridge", name="b")], rounds=3, order_seed=1)
+    assert "per phase, by host" not in other_backend

@@ -64,9 +64,11 @@ class DirectHost : public TorchHostBase<DirectHost> {
   // for every input (on the run's device) and for the output (on the host), then
   // torch_jit_module_forward (an IValue vector built from the input handles, forward under
   // the grad-mode guard, `std::move(*out) = result`, which is copy_ into the host output),
-  // then torch_delete of every handle. Phases: marshal_in is the input and output tensors'
-  // creation (on a GPU the inputs' copy to the device is h2d), forward the module's forward,
-  // marshal_out (d2h on a GPU) the copy into the host output and the deletions.
+  // then torch_delete of every handle. Each phase is one of FTorch's calls, so that the
+  // replica and the user's own FTorch (--host ftorch) compare phase by phase: marshal_in
+  // is the input and output tensors' creation (on a GPU the inputs' copy to the device is
+  // h2d), forward is torch_model_forward, the copy into the host output included (on a GPU
+  // that copy is d2h, a phase of its own), marshal_out the deletions.
   bool run(const Call& c, double* phase, std::string& error) {
     const torch::Device host(torch::kCPU);
     sync();
@@ -92,20 +94,31 @@ class DirectHost : public TorchHostBase<DirectHost> {
       for (auto* t : in) delete t;
       delete out;
     };
-    // forward under the grad-mode guard, as torch_jit_module_forward
+    // torch_jit_module_forward: forward under the grad-mode guard and, on the CPU, the result
+    // written into the tensor over the host output inside the same call (`std::move(*out) =
+    // result`, a copy_), as FTorch does before it returns: the forward phase is that call.
+    // A result of the wrong kind or shape is said after the clock (FTorch would stop with
+    // ctorch_error); on a GPU the copy back is its own phase (d2h).
     sync();
     PhaseRange forward(profiling_, "couplescope/forward");
     t0 = Clock::now();
     torch::jit::IValue result;
+    bool written = false, shape_ok = true;
     try {
       std::vector<torch::jit::IValue> inputs_vec;
       for (auto* t : in) inputs_vec.push_back(*t);
       if (inference_) {
         c10::InferenceMode guard(true);
         result = module_.forward(inputs_vec);
+        if (!on_gpu_) written = write_result(result, out);
       } else {
         torch::AutoGradMode guard(false);
         result = module_.forward(inputs_vec);
+        if (!on_gpu_) written = write_result(result, out);
+      }
+      if (written) {  // FTorch's model_out goes when its forward returns
+        shape_ok = result.toTensor().sizes() == out->sizes();
+        result = torch::jit::IValue();
       }
     } catch (...) {
       release();
@@ -115,37 +128,53 @@ class DirectHost : public TorchHostBase<DirectHost> {
     t1 = Clock::now();
     forward.end();
     phase[2] += seconds(t0, t1);
-    if (!result.isTensor()) {
+    if (!written && !result.isTensor()) {
       error = "model returned " + result.tagKind() + ", host expects a tensor of shape " +
               shape_text(out->sizes());
       release();
       return false;
     }
-    if (result.toTensor().sizes() != out->sizes()) {
-      error = "model returned shape " + shape_text(result.toTensor().sizes()) + ", host expects " +
-              shape_text(out->sizes());
+    if (!shape_ok || (!written && (!on_gpu_ || result.toTensor().sizes() != out->sizes()))) {
+      error = shape_ok ? "model returned shape " + shape_text(result.toTensor().sizes()) + ", host expects " +
+                             shape_text(out->sizes())
+                       : "model returned a tensor of another shape than the host's " + shape_text(out->sizes()) +
+                             " (copy_ broadcast it)";
       release();
       return false;
     }
-    // the result written into the tensor over the host output (d2h on a GPU), then the
-    // handles deleted (torch_delete)
+    // on a GPU the result copied back into the tensor over the host output (d2h, with the
+    // deletions, as before: there is no marshal_out on a GPU); on the CPU torch_delete of
+    // every handle (marshal_out)
     sync();
     PhaseRange out_range(profiling_, on_gpu_ ? "couplescope/d2h" : "couplescope/marshal_out");
     t0 = Clock::now();
-    if (inference_) {  // still inside torch_jit_module_forward's guard in FTorch
-      c10::InferenceMode guard(true);
-      std::move(*out) = result.toTensor();
-    } else {
-      torch::AutoGradMode guard(false);
-      std::move(*out) = result.toTensor();
+    if (on_gpu_) {
+      if (inference_) {
+        c10::InferenceMode guard(true);
+        std::move(*out) = result.toTensor();
+      } else {
+        torch::AutoGradMode guard(false);
+        std::move(*out) = result.toTensor();
+      }
+      sync();
     }
-    sync();
     result = torch::jit::IValue();
     release();
     t1 = Clock::now();
     out_range.end();
     phase[on_gpu_ ? 3 : 4] += seconds(t0, t1);
     return true;
+  }
+
+  // `std::move(*out) = result` as FTorch writes it (copy_ into the host memory, which checks
+  // the shapes itself); false when that fails (not a tensor, a shape copy_ cannot take).
+  static bool write_result(const torch::jit::IValue& result, torch::Tensor* out) {
+    try {
+      std::move(*out) = result.toTensor();
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
   }
 
  private:

@@ -377,6 +377,15 @@ class HeadlessPrinter(Listener):
         if len(rows) > 1 or (rows and len(builder.variants) == 1):
             sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
             self.print(comparison_table(rows, self._paint, sizes))
+            from couplescope.results.phase_pairs import host_comparison
+
+            by_host = host_comparison(rows, builder.variants)
+            if by_host is not None:
+                from couplescope.frontends.cli.host_phases import host_phase_table
+
+                hosts = {n: (builder.variants[n].spec or {}).get("host") or "?" for n in by_host["names"]}
+                self.print()
+                self.print(host_phase_table(by_host, hosts))
         if builder.rounds is not None:
             from couplescope.results import noise
 

@@ -48,6 +48,10 @@ class LibraryCoupling(Coupling):
 
         self.training = ctx.spec.task == "train"
         self.driver = None
+        #: the driver's resident memory after the load, and the calls it has made since: a
+        #: compiler that does not finalize FTorch's temporaries shows here (docs/training.md)
+        self.loaded_rss: int | None = None
+        self.calls_made = 0
         self._losses: list[float] = []
         self._grads_read = False
         build = self.driver_build()
@@ -152,10 +156,12 @@ class LibraryCoupling(Coupling):
             self.driver.ask("load", "loaded")
         except DriverEnded as exc:
             raise self.load_failure(str(exc)) from None
+        self.loaded_rss = self.driver.resident_bytes()
 
     def call(self) -> float:
         """One iteration (the engine reset the outputs or filled the step's data)."""
         self.driver.ask("call 1 0 0", "done")
+        self.calls_made += 1
         row = self.timings[0]
         phases = self.ctx.clock.phases
         for name, value in zip(self.phases, row[1:]):
@@ -183,11 +189,24 @@ class LibraryCoupling(Coupling):
             out[name] = (weight, grad)
         return out
 
+    def report_memory(self) -> None:
+        """One line on what the driver's resident memory did over its calls (a leak of the
+        user's library, or of their compiler's code, shows here)."""
+        end = self.driver.resident_bytes()
+        if self.loaded_rss is None or end is None or not self.calls_made:
+            return
+        grew = end - self.loaded_rss
+        per_call = grew / self.calls_made
+        self.report("log", message=f"the {self.host} driver's resident memory: {self.loaded_rss / 2**20:.1f} MiB "
+                                   f"after the load, {end / 2**20:.1f} MiB after {self.calls_made} calls "
+                                   f"({grew / 2**20:+.1f} MiB, {per_call / 1024:+.2f} KiB a call)")
+
     def save(self, path: str) -> None:
         self.driver.ask(f"save {path}", "saved")
 
     def close(self) -> None:
         if self.driver is not None:
+            self.report_memory()
             self.driver.end()
             self.driver = None
         self.call_batch = None
@@ -225,6 +244,7 @@ class DriverBatchRunner(BatchRunner):
             return [], (str(exc), 0.0)
         if self.feeder is not None and made < count:
             self.feeder.unfill(count - made)   # the steps not made: filled again next batch
+        coupling.calls_made += made
         raw = []
         for k in range(made):
             row = coupling.timings[k]

@@ -87,6 +87,14 @@ class DriverProcess:
             f"signal {-code}" if code is not None else "still running")
         return f"{self.what} stopped ({how}): {last}"
 
+    def resident_bytes(self) -> int | None:
+        """The driver's resident memory (Linux's /proc), or None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.proc.pid}/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def end(self) -> None:
         """Ask it to quit; end it if it does not."""
         if self.proc.poll() is None:
