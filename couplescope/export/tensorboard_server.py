@@ -13,18 +13,17 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
+from couplescope.export.local_server import HOST, check_port, find_trace_root, free_port
 from couplescope.protocol import scratch
 from couplescope.protocol.contract import TRACE_SUFFIXES
 from couplescope.protocol.errors import UsageError
 
-HOST = "127.0.0.1"
 INSTALL = "pip install tensorboard torch-tb-profiler"
 STARTUP_SECONDS = 60.0
 
@@ -32,23 +31,7 @@ STARTUP_SECONDS = 60.0
 def find_logdir(run_dir: str) -> str:
     """The directory to give TensorBoard: RUN_DIR/traces, or RUN_DIR itself when it holds
     traces below it (a traces directory, or a directory of runs to compare)."""
-    run_dir = os.path.abspath(run_dir)
-    if not os.path.isdir(run_dir):
-        raise UsageError(f"--tensorboard {run_dir}: no such directory; give a run directory "
-                         "written with --export (e.g. couplescope-runs/<run>)")
-    traces = os.path.join(run_dir, "traces")
-    for candidate in (traces, run_dir):
-        if os.path.isdir(candidate) and has_traces(candidate):
-            return candidate
-    raise UsageError(f"--tensorboard {run_dir}: no traces in it (no *.pt.trace.json[.gz] or TensorBoard "
-                     "event files); write some with --export and --profile-iterations N (N > 0)")
-
-
-def has_traces(directory: str) -> bool:
-    for _root, _dirs, files in os.walk(directory):
-        if any(f.endswith(TRACE_SUFFIXES) or ".tfevents." in f for f in files):
-            return True
-    return False
+    return find_trace_root(run_dir, "--tensorboard")
 
 
 def check_installed() -> None:
@@ -56,21 +39,6 @@ def check_installed() -> None:
                if importlib.util.find_spec(module) is None]
     if missing:
         raise UsageError(f"--tensorboard needs {' and '.join(missing)}, which is not installed: {INSTALL}")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def check_port(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            raise UsageError(f"--port {port} is in use on {HOST}; choose another or leave --port out "
-                             "for a free one") from None
 
 
 def command(logdir: str, port: int) -> list[str]:

