@@ -6,12 +6,17 @@ SIGKILL if it lingers) and exits 0 without a traceback. Its own output goes to a
 file, shown only when it fails to start. Everything that can be wrong with the input
 (no such directory, no traces in it, TensorBoard or the profiler plugin missing, a
 port in use) is a one-line UsageError (exit 2) before anything starts.
+
+The profiler plugin's page needs internet in the browser that views it (NEEDS_INTERNET
+says what for): the address line is followed by that note and by `--perfetto`, which
+opens the same traces with nothing from the internet (perfetto_server.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,12 +24,18 @@ import tempfile
 import time
 import urllib.request
 
-from couplescope.export.local_server import HOST, check_port, find_trace_root, free_port
+from couplescope.export.local_server import HOST, check_port, find_trace_root, free_port, tunnel_line
 from couplescope.protocol import scratch
 from couplescope.protocol.contract import TRACE_SUFFIXES
 from couplescope.protocol.errors import UsageError
 
 INSTALL = "pip install tensorboard torch-tb-profiler"
+#: what the profiler plugin's page needs from the internet (torch-tb-profiler 0.4.3: its
+#: page shows no view until google.charts has loaded; its trace view also loads a
+#: web-components polyfill from cdnjs.cloudflare.com)
+NEEDS_INTERNET = ("note: the PYTORCH_PROFILER tab needs internet in the browser that views it: it "
+                  "loads Google Charts from www.gstatic.com before it shows any view, and spins "
+                  "forever without (TIME SERIES and SCALARS need nothing from the internet)")
 STARTUP_SECONDS = 60.0
 
 
@@ -149,6 +160,10 @@ def serve(run_dir: str, port: int | None = None, out=None) -> int:
         wait_until_up(proc, port, log_path)
         out.write(f"TensorBoard: http://{HOST}:{port}/#{fragment}  ({shows} in {logdir}; "
                   "Ctrl-C stops it)\n")
+        if fragment == "pytorch_profiler":
+            out.write(NEEDS_INTERNET + "\n" + f"offline, open the traces with: couplescope --perfetto "
+                      f"{shlex.quote(run_dir)}\n")
+        out.write(tunnel_line(port) + "\n")
         out.flush()
         code = proc.wait()
         out.write(f"TensorBoard ended by itself (exit code {code}): {_last_line(log_path)}\n")

@@ -61,7 +61,8 @@ def run_headless(args) -> int:
             has_trace = any(name.endswith(TRACE_SUFFIXES) for _, _, files in os.walk(traces) for name in files)
             command = f"couplescope --tensorboard {shlex.quote(outcome.run_directory)}"
             if has_trace:
-                printer.print(f"traces: {command}")
+                printer.print(f"traces: {command}  (with no internet in the browser: couplescope "
+                              f"--perfetto {shlex.quote(outcome.run_directory)})")
             else:
                 printer.print(f"no profiler traces (profiling was off or skipped); per-iteration "
                               f"scalars: {command}")
