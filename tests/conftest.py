@@ -39,6 +39,18 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def read_line(stream, timeout: float = 120.0) -> str:
+    """The next line of a child's output, failing (not hanging) when none comes in time."""
+    import threading
+
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert line, f"no line of output within {timeout:.0f} s"
+    return line[0]
+
+
 def run_cli(*args, cwd=None, timeout=180, env=None, check_no_traceback=True):
     """Run `python -m couplescope ARGS` for real and return the CompletedProcess."""
     full_env = dict(os.environ, NO_COLOR="1")
@@ -93,6 +105,28 @@ def command(capsys):
         assert "Traceback" not in err, err
         return subprocess.CompletedProcess(["couplescope", *map(str, args)], code, out, err)
     return _run
+
+
+#: the variants of `exported_run`, and its profile window: 3 iterations, 2 of them recorded
+EXPORTED_VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
+EXPORTED_PROFILE = 3
+
+
+@pytest.fixture(scope="session")
+def exported_run(tmp_path_factory):
+    """A real exported run with traces (simplenet through torchscript and through the
+    bridge, 2 timed and 3 profiled iterations), made once per test process for the tests of
+    the trace servers: they mark themselves xdist_group("exported-run"), so one worker
+    makes it."""
+    parent = tmp_path_factory.mktemp("runs")
+    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
+                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", "2",
+                           "--profile-iterations", str(EXPORTED_PROFILE), "--telemetry-hz", "0",
+                           "--quiet", "--export", str(parent)],
+                          capture_output=True, text=True, timeout=300, cwd=parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (results,) = [os.path.join(parent, d, "results.json") for d in os.listdir(parent)]
+    return os.path.dirname(results)
 
 
 @pytest.fixture

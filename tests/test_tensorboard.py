@@ -23,9 +23,12 @@ import urllib.request
 
 import psutil
 import pytest
-from conftest import default_signals
+from browser import Browser, chromium
+from conftest import EXPORTED_VARIANTS as VARIANTS
+from conftest import default_signals, read_line
 
-VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
+#: one worker makes the exported run these tests and tests/test_trace_viewers.py share
+pytestmark = pytest.mark.xdist_group("exported-run")
 PLUGIN = "/data/plugin/pytorch_profiler"
 WAIT_SECONDS = 120
 
@@ -57,16 +60,9 @@ def couplescope(*args, tmpdir=None, **kw) -> subprocess.Popen:
                             preexec_fn=default_signals, **kw)
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    parent = tmp_path_factory.mktemp("runs")
-    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
-                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", "2",
-                           "--profile-iterations", "2", "--telemetry-hz", "0", "--quiet",
-                           "--export", str(parent)], capture_output=True, text=True, timeout=300, cwd=parent)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (results,) = glob.glob(os.path.join(parent, "*", "results.json"))
-    return os.path.dirname(results)
+@pytest.fixture
+def run_dir(exported_run):
+    return exported_run
 
 
 @pytest.fixture
@@ -84,9 +80,12 @@ def _serve(run_dir, tmp_path):
     proc = couplescope("--tensorboard", run_dir, "--port", port, tmpdir=tmpdir)
     children: list[psutil.Process] = []
     try:
-        line = proc.stdout.readline()   # printed once TensorBoard answers
+        line = read_line(proc.stdout)   # printed once TensorBoard answers
         assert line.startswith(f"TensorBoard: http://127.0.0.1:{port}/"), line + proc.stderr.read()
-        proc.first_line = line
+        proc.first_line, proc.notes = line, []
+        while not proc.notes or not proc.notes[-1].startswith("from another machine"):
+            proc.notes.append(read_line(proc.stdout, timeout=10))
+            assert proc.notes[-1], "the address should be followed by notes ending with the ssh tunnel"
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "TensorBoard should run as a child process"
         yield port, proc
@@ -107,9 +106,15 @@ def _serve(run_dir, tmp_path):
 
 
 @pytest.mark.e2e
-def test_both_variants_open_in_the_profiler_plugin(server):
+def test_both_variants_open_in_the_profiler_plugin(server, run_dir):
     port, proc = server
     assert proc.first_line.startswith(f"TensorBoard: http://127.0.0.1:{port}/#pytorch_profiler  (traces in ")
+    # what needs internet, what does not, the offline way, and the tunnel
+    note, offline, tunnel = proc.notes
+    assert "PYTORCH_PROFILER tab needs internet" in note and "www.gstatic.com" in note, note
+    assert "TIME SERIES and SCALARS need nothing from the internet" in note, note
+    assert offline == f"offline, open the traces with: couplescope --perfetto {run_dir}\n"
+    assert tunnel.startswith(f"from another machine: ssh -N -L {port}:127.0.0.1:{port} "), tunnel
     deadline = time.monotonic() + WAIT_SECONDS
     runs = {}
     while time.monotonic() < deadline:
@@ -150,6 +155,27 @@ def test_ctrl_c_stops_tensorboard_cleanly_and_leaves_no_temporary_folder(server,
     assert os.listdir(tmp_path / "tmp") == []
 
 
+@pytest.mark.e2e
+@pytest.mark.skipif(chromium() is None, reason="needs Chromium (apt-get install chromium; .ci/run installs it)")
+def test_time_series_draws_the_scalars_in_a_browser_and_only_the_profiler_tab_needs_internet(server):
+    """TensorBoard in headless Chromium: the Time Series card of the timed iterations holds
+    every variant's last value, drawn, with no request beyond TensorBoard; the profiler
+    tab's page asks www.gstatic.com for Google Charts (what --tensorboard's note says)."""
+    port, _proc = server
+    origin = f"http://127.0.0.1:{port}"
+    with Browser() as browser:
+        browser.open(f"{origin}/?tagFilter=iteration_seconds%2Ftimed#timeseries")
+        cards = browser.wait_for(
+            "[...document.querySelectorAll('scalar-card')].map(c => c.innerText.replace(/\\s+/g, ' '))"
+            f".filter(t => {list(VARIANTS)!r}.every(v => t.includes(v)))", "the scalar card with every variant")
+        assert cards[0].startswith("iteration_seconds /timed "), cards
+        assert browser.evaluate("document.querySelectorAll('scalar-card line-chart canvas, "
+                                "scalar-card line-chart svg path').length") > 0   # a chart was drawn
+        assert [r for r in browser.requests() if not r["url"].startswith((origin, "data:", "blob:"))] == []
+        browser.open(f"{origin}/#pytorch_profiler")
+        browser.wait_for_request("https://www.gstatic.com/charts/loader.js", timeout=WAIT_SECONDS)
+
+
 @pytest.fixture(scope="module")
 def scalars_only(tmp_path_factory):
     parent = tmp_path_factory.mktemp("scalars")
@@ -168,6 +194,7 @@ def test_a_run_without_traces_opens_on_its_scalars(scalars_only, tmp_path):
     for port, proc in _serve(scalars_only, tmp_path):
         assert proc.first_line.startswith(f"TensorBoard: http://127.0.0.1:{port}/#timeseries  "
                                           "(per-iteration scalars, no profiler traces in "), proc.first_line
+        assert len(proc.notes) == 1   # no profiler tab, so nothing about the internet; the tunnel
         assert get_json(port, "/data/plugins_listing")["timeseries"]["enabled"]
         tags = get_json(port, "/data/plugin/scalars/tags")
         assert "iteration_seconds/timed" in tags["simplenet-torchscript"], tags
