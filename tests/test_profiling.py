@@ -155,6 +155,39 @@ def test_trace_summary_from_a_real_trace_file(run):
     assert lines[0].startswith("trace: top operators by self time: " + ops[0]["name"])
 
 
+@pytest.mark.parametrize("ranges", ["clock's", "record_function"])
+def test_the_python_clock_s_phase_ranges_are_user_annotations_around_their_operators(ranges, tmp_path,
+                                                                                      monkeypatch):
+    """The phase clock's ranges are the kind of event record_function (and the native host's
+    at::RecordFunction(USER_SCOPE)) makes, whichever way it opens them, with the phase's
+    operators inside; with profiling off it opens none."""
+    import torch
+    from torch.profiler import profile
+
+    from couplescope.backends import clock as clock_module
+
+    if ranges == "record_function":   # what the clock falls back to without torch's bindings
+        monkeypatch.setattr(clock_module, "_RANGE", clock_module._record_function_range())
+    clock = clock_module.PhaseClock()
+    with profile() as prof:
+        clock.profiling = True
+        with clock("forward"):
+            torch.ones(4).add_(1)
+        clock.profiling = False
+        with clock("marshal_out"):
+            torch.ones(4).add_(1)
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    with open(tmp_path / "trace.json", encoding="utf-8") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    (phase,) = [e for e in events if e["name"].startswith("couplescope/")]
+    assert phase["name"] == "couplescope/forward" and phase["cat"] == "user_annotation"
+    adds = sorted((e for e in events if e["name"] == "aten::add_"), key=lambda e: e["ts"])
+    assert len(adds) == 2
+    assert phase["ts"] <= adds[0]["ts"] and adds[0]["ts"] + adds[0]["dur"] <= phase["ts"] + phase["dur"]
+    assert not phase["ts"] <= adds[1]["ts"] <= phase["ts"] + phase["dur"]
+    assert set(clock.phases) == {"forward", "marshal_out"}
+
+
 def test_self_time_subtracts_direct_children_only():
     events = [
         {"ph": "X", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 1, "ts": 0, "dur": 10},

@@ -21,7 +21,7 @@ class PhaseClock:
     """`with clock("forward"): ...` adds the wall time of the block to phases["forward"].
 
     Accumulates (cgdrag makes two calls per iteration). When `profiling` is on, each
-    phase is also a torch.profiler `record_function` range named couplescope/<phase>;
+    phase is also a torch.profiler range named couplescope/<phase> (profiler_range);
     off, no profiler call is made, so timed iterations pay nothing for it. When `sync`
     is set (a CUDA device), it is called before both timestamps so a phase is measured
     at its device-true length, not its launch cost; synchronising rather than CUDA events
@@ -64,10 +64,7 @@ class PhaseClock:
 
     def __enter__(self) -> "PhaseClock":
         if self.profiling:
-            from torch.profiler import record_function
-
-            self._range = record_function(RANGE_PREFIX + self._name)
-            self._range.__enter__()
+            self._range = profiler_range()[0](RANGE_PREFIX + self._name)
         if self.sync is not None:
             self.sync()
         self._t0 = perf_counter()
@@ -79,5 +76,42 @@ class PhaseClock:
         dt = perf_counter() - self._t0
         self.phases[self._name] = self.phases.get(self._name, 0.0) + dt
         if self._range is not None:
-            self._range.__exit__(*exc)
+            profiler_range()[1](self._range)
             self._range = None
+
+
+_RANGE: tuple = ()
+
+
+def profiler_range() -> tuple:
+    """(open, close) of a torch.profiler range: open(name) returns what close takes.
+
+    The range is a user annotation, as `torch.profiler.record_function` makes it and as the
+    native host's at::RecordFunction(USER_SCOPE) does, so both hosts' phases are the same
+    kind of event. Its cost lands inside the phase it marks, in profiled iterations only:
+    record_function runs two dispatcher operators per range (about 9 us each range under
+    an active profiler on the build machines), the bindings behind it
+    (torch._C._autograd._record_function_with_args_enter/exit) about a quarter of that,
+    so those are used where torch has them (benchmarks/profiler_overhead.py --ranges)."""
+    global _RANGE
+    if not _RANGE:
+        import torch
+
+        autograd = torch._C._autograd
+        if hasattr(autograd, "_record_function_with_args_enter"):
+            _RANGE = (autograd._record_function_with_args_enter, autograd._record_function_with_args_exit)
+        else:
+            _RANGE = _record_function_range()
+    return _RANGE
+
+
+def _record_function_range() -> tuple:
+    """(open, close) through the public torch.profiler.record_function."""
+    from torch.profiler import record_function
+
+    def open_range(name: str):
+        handle = record_function(name)
+        handle.__enter__()
+        return handle
+
+    return open_range, lambda handle: handle.__exit__(None, None, None)
