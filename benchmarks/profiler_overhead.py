@@ -56,6 +56,10 @@ def range_costs(calls: int, rounds: int) -> None:
 
     torch.set_num_threads(1)
     bindings = clock_module.profiler_range()
+    alone = _alone({"clock's": bindings, "record_function": clock_module._record_function_range()},
+                   calls * 10, rounds)
+    print(f"one range alone (open and close, nothing inside) under an active profiler, median of "
+          f"{calls * 10} x {rounds} rounds: " + ", ".join(f"{k} {fmt.seconds(v)}" for k, v in alone.items()))
     print(f"phase ranges under an active profiler: simplenet, 1 thread, {calls} calls per block, "
           f"{rounds} rounds of blocks (one per kind of range, order rotated); medians per call")
     print(f"{'case':<14} {'ranges':>6} {'ranges off':>10}   per range, for each kind of range")
@@ -80,6 +84,24 @@ def range_costs(calls: int, rounds: int) -> None:
             costs = ", ".join(f"{kind} {fmt.seconds((statistics.median(times[kind]) - off) / ranges)}"
                               for kind in kinds if kind != "off")
             print(f"{host + ' ' + task:<14} {ranges:>6} {fmt.seconds(off):>10}   {costs}")
+
+
+def _alone(kinds: dict, n: int, rounds: int) -> dict:
+    """Median seconds to open and close one range, per kind, under an active profiler."""
+    from time import perf_counter
+
+    from torch.profiler import ProfilerActivity, profile
+
+    times = {kind: [] for kind in kinds}
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True):
+        for r in range(rounds):
+            for kind in (list(kinds) if r % 2 == 0 else list(reversed(kinds))):
+                open_range, close_range = kinds[kind]
+                for _ in range(n):
+                    t0 = perf_counter()
+                    close_range(open_range("couplescope/forward"))
+                    times[kind].append(perf_counter() - t0)
+    return {kind: statistics.median(values) for kind, values in times.items()}
 
 
 def _per_kind(prepared, calls: int, rounds: int, kinds: dict, clock_module):
