@@ -223,8 +223,12 @@ def test_refusals_are_one_line_and_exit_2(command, tmp_path, small_trace_run):
     """No such directory, no trace in it, both servers at once, a port in use."""
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "results.json").write_text("{}")
+    (tmp_path / "scalars" / "traces" / "v").mkdir(parents=True)
+    (tmp_path / "scalars" / "traces" / "v" / "events.out.tfevents.1.host.2.0").write_text("")
     cases = [(["--perfetto", tmp_path / "missing"], "no such directory"),
-             (["--perfetto", tmp_path / "empty"], "no traces in it"),
+             (["--perfetto", tmp_path / "empty"], "no traces in it (no *.pt.trace.json[.gz] profiler traces); "
+                                                  "write some with --export"),
+             (["--perfetto", tmp_path / "scalars"], "per-iteration scalars only: couplescope --tensorboard"),
              (["--perfetto", small_trace_run, "--tensorboard", small_trace_run], "give one")]
     for args, words in cases:
         done = command(*args)

@@ -59,12 +59,13 @@ def find_trace_root(run_dir: str, flag: str, scalars: bool = True) -> str:
         if os.path.isdir(candidate) and has_traces(candidate, scalars):
             return candidate
     what = "*.pt.trace.json[.gz] or TensorBoard event files" if scalars else "*.pt.trace.json[.gz] profiler traces"
-    raise UsageError(f"{flag} {run_dir}: no traces in it (no {what}); write some with --export and "
-                     "--profile-iterations N (N > 0)")
+    scalars_only = not scalars and any(os.path.isdir(c) and has_traces(c) for c in (traces, run_dir))
+    hint = ("; it has per-iteration scalars only: couplescope --tensorboard opens them" if scalars_only
+            else "; write some with --export and --profile-iterations N (N > 0)")
+    raise UsageError(f"{flag} {run_dir}: no traces in it (no {what}){hint}")
 
 
 def tunnel_line(port: int) -> str:
     """How to open the address from another machine (a laptop, when this is a cluster node)."""
     return (f"from another machine: ssh -N -L {port}:{HOST}:{port} {socket.gethostname()}, then open "
             f"the same address there")
-
