@@ -126,6 +126,20 @@ def _checked(label: str, where: str, key: str, value):
         raise UsageError(f"{label}: key '{key}' in {where}: {exc}") from None
 
 
+def values_by_option(name_or_path: str) -> dict[str, list]:
+    """What a preset sets, option by option: the distinct values its variants give (in
+    their order; `sizes` expanded into `size`) and its run options' values. The app's form
+    shows them in its fields, marked as the preset's, so a user sees what will run."""
+    _, variants, settings = read(locate(name_or_path))
+    found: dict[str, list] = {key: [value] for key, value in settings.items()}
+    for variant in variants:
+        for key, value in variant.items():
+            seen = found.setdefault(key, [])
+            if value not in seen:
+                seen.append(value)
+    return found
+
+
 def to_spec(variant: dict, overrides: dict | None = None) -> RunSpec:
     d = {**variant, **(overrides or {})}
     if "model" not in d:

@@ -119,6 +119,8 @@ def build(asked: RunOptions) -> RunRequest:
     specs = []
     for variant, backend, size, host in itertools.product(base, sweep_backends, sizes, hosts):
         d = {**variant, **overrides}
+        if variant.get("name") and "name" in overrides and len(base) > 1:
+            d["name"] = f"{overrides['name']}-{variant['name']}"   # a preset's variants: a prefix
         if backend is not None:
             d["backend"] = backend
         if host is not None:

@@ -117,7 +117,8 @@ OPTIONS: tuple[Option, ...] = (
            "make_inputs, e.g. 8,16 or 8,16;8,1", _WHAT, convert=parse_input_shape,
            metavar="SHAPE", label="input shape", default_text="the model's own"),
     Option("name", str, None, "the variant's name in tables, results and traces (several "
-           "variants: -<size>, -<host>, -<backend> appended)", _WHAT, metavar="NAME",
+           "variants: -<size>, -<host>, -<backend> appended; with a preset of several variants, "
+           "a prefix: NAME-<the preset's name for it>)", _WHAT, metavar="NAME",
            default_text="made from model, backend and options"),
     # how to measure
     Option("warmup", int, 1, "warm-up iterations, checked and reported but never in the statistics",
