@@ -168,7 +168,7 @@ async def test_the_model_list_offers_the_presets_models_only_with_a_preset():
         assert shown() == "(pick one)"
         app.query_one("#preset", Select).value = "cgdrag"
         await pilot.pause()
-        assert shown() == "(the preset's)" and model.is_blank()
+        assert shown() == "cgdrag (preset)" and model.is_blank()   # the preset's model
         app.query_one("#preset", Select).clear()
         await pilot.pause()
         assert shown() == "(pick one)"
@@ -264,7 +264,7 @@ async def test_export_writes_results_and_traces(tmp_path):
         await pilot.press("r")
         await wait_for(pilot, run_over(app), what="the run")
         await pilot.press("e")
-        await pilot.pause()
+        await wait_for(pilot, lambda: any(n.startswith("exported ") for n in app.notes), what="the export")
         path = app.runs[1].export_path
         assert path and path.startswith(str(out))
         assert os.path.basename(path) in str(app.query_one("#status").render())
@@ -300,7 +300,7 @@ async def test_backend_boxes_read_ticked_or_not_without_colour():
         app.query_one("#backends").select("torchscript")
         await pilot.pause()
         assert "[x] torchscript" in backend_lines(app)
-        assert "2 variant(s)" in str(app.query_one("#preview").render())
+        assert "2 variants, inference" in str(app.query_one("#preview").render())
 
 
 async def test_unavailable_backend_has_a_short_label_and_its_full_reason_below():

@@ -13,8 +13,11 @@ from __future__ import annotations
 import re
 
 from textual.content import Content
+from textual.validation import ValidationResult, Validator
 from textual.widgets import Checkbox, Input, Select
 
+from couplescope.frontends.tui.blanks import Blank, default_blank, offered
+from couplescope.protocol.errors import UsageError
 from couplescope.protocol.options import Option
 
 #: what a number field accepts as it is typed (the declaration checks the value)
@@ -48,6 +51,22 @@ class FieldInput(Input):
         return True
 
 
+class Declared(Validator):
+    """A field's value as its option's declaration judges it: only a value the run would
+    refuse is invalid (and marked so); a blank field is the default, never invalid."""
+
+    def __init__(self, option: Option) -> None:
+        super().__init__()
+        self.option = option
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            parse_text(self.option, value)
+        except UsageError as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
 class Flag(Checkbox):
     """A Checkbox that reads `[x]` / `[ ]`, as the backends list does: Textual's own `▐X▌`
     differs only in colour, which a 256-colour tmux or a plain capture does not show."""
@@ -73,23 +92,23 @@ def takes_words(option: Option) -> bool:
             and option.name not in RESTRICT and option.kind not in _TYPED)
 
 
-def placeholder(option: Option) -> str:
-    words = option.default_words()
-    return words if option.default_text else f"default {words}"
+def flag_label(blank: Blank) -> str:
+    """A flag's label: what its unticked box means when that is not plain off (a preset's on)."""
+    return blank.words if blank.value is True else ""
 
 
-def widget_for(option: Option, value=None, choices=None):
-    """The field of one option, holding `value` (what the command line or preset gave);
-    `choices` for an option whose choices are known at run time (its `source`)."""
+def widget_for(option: Option, value=None, choices=None, blank: Blank | None = None):
+    """The field of one option, holding `value` (what the command line gave); `choices` for
+    an option whose choices are known at run time (its `source`); `blank`: what the field
+    means left blank (blanks.py: the preset's value, else the default)."""
+    blank = blank or default_blank(option)
     if option.kind is bool:
-        return Flag("", bool(value), id=option.name, compact=True, tooltip=option.help)
+        return Flag(flag_label(blank), bool(value), id=option.name, compact=True, tooltip=option.help)
     if option.choices is not None or choices is not None:
-        choices = sweep_choices(option, choices)
+        choices = offered(sweep_choices(option, choices), blank)
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
-        return Select([(c, c) for c in choices], id=option.name, compact=True,
-                      prompt=f"{option.default_words()} (default)" if not option.default_text
-                      else option.default_text,
+        return Select([(c, c) for c in choices], id=option.name, compact=True, prompt=blank.words,
                       value=value if value in choices else Select.NULL, tooltip=option.help)
     text = "" if value is None else (",".join(map(str, value)) if isinstance(value, (list, tuple))
                                      and option.kind is not tuple else _text(option, value))
@@ -98,8 +117,8 @@ def widget_for(option: Option, value=None, choices=None):
         kwargs["restrict"] = RESTRICT[option.name]
     elif option.kind in _TYPED:
         kwargs["type"] = _TYPED[option.kind]
-    return FieldInput(text, id=option.name, placeholder=placeholder(option), compact=True,
-                      tooltip=option.help, **kwargs)
+    return FieldInput(text, id=option.name, placeholder=blank.words, compact=True, tooltip=option.help,
+                      validators=[Declared(option)], valid_empty=True, **kwargs)
 
 
 def _text(option: Option, value) -> str:
@@ -118,7 +137,12 @@ def read(option: Option, widget):
         if not isinstance(value, str):
             return None
         return option.parse_list(value) if option.sweep else option.parse(value)
-    text = widget.value.strip().strip(",")
+    return parse_text(option, widget.value)
+
+
+def parse_text(option: Option, text: str):
+    """A text field's value through its option's parse; None when blank. Raises UsageError."""
+    text = text.strip().strip(",")
     if not text:
         return None
     return option.parse_list(text) if option.sweep else option.parse(text)

@@ -11,18 +11,18 @@ has its own idea of what a run is.
 
 from __future__ import annotations
 
-from rich.segment import Segment
-from rich.style import Style
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
-from textual.strip import Strip
 from textual.widgets import Button, Checkbox, Input, Label, Select, SelectionList, Static
-from textual.widgets.option_list import OptionDoesNotExist
 
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import fields
+from couplescope.frontends.tui.backends_list import CheckList, heading
+from couplescope.frontends.tui.blanks import Blank, blank_for, offered as offered_choices
+from couplescope.frontends.tui.run_line import run_line
 from couplescope.frontends.tui.messages import CatalogueLoaded
 from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
@@ -31,19 +31,24 @@ from couplescope.protocol.errors import UsageError
 BACKEND = "backend"
 #: where each group's grid goes: what to run first, then the backends list, then the rest
 FIRST_GROUP = declared.GROUPS[0]
-#: the longest "why not" shown beside a backend's name; the full reason goes under the list
-SHORT_REASON = 32
+#: the labels' column (app.tcss's .pick-grid grid-columns): every label fits it whole
+LABEL_WIDTH = 15
 
 
-def short_reason(reason: str) -> str:
-    """The first clause of an unavailable reason ("mpi4py is not installed: pip ...")."""
-    head = reason.split(":", 1)[0].strip()
-    return head if len(head) <= SHORT_REASON else head[:SHORT_REASON - 1] + "…"
+def model_blank(preset_values: dict | None) -> Blank:
+    """What the model list says with no model picked: the preset's models run, or one must be picked."""
+    if preset_values is None:
+        return Blank("(pick one)")
+    return blank_for(declared.get("model"), preset_values)
 
 
-def model_prompt(preset: str | None) -> str:
-    """What the model list says with no model picked: a preset's models run, or one must be picked."""
-    return "(the preset's)" if preset else "(pick one)"
+def name_blank(preset_values: dict | None) -> Blank:
+    """The name field's blank: a preset of several variants keeps their names, and a name
+    typed there is put before each (core.request.build), as the Run line then shows."""
+    names = (preset_values or {}).get("name") or []
+    if len(names) > 1:
+        return Blank("the preset's; typed: NAME-<its name>")
+    return blank_for(declared.get("name"), preset_values)
 
 
 def offered(option) -> bool:
@@ -56,42 +61,25 @@ def offered(option) -> bool:
     return True
 
 
-class CheckList(SelectionList):
-    """A SelectionList whose boxes read `[x]` / `[ ]` (`[-]` when unavailable).
+def preset_values(preset: str | None) -> dict | None:
+    """What the preset sets, by option (core.presets.values_by_option); None without one,
+    or for a preset file that cannot be read (the Run line says why)."""
+    if not preset:
+        return None
+    from couplescope.core import presets
 
-    Textual's own toggle button is `▐X▌` drawn in two colours: in a 256-colour tmux or a
-    plain capture a ticked box and an empty one look the same. Characters do not depend
-    on the terminal's colours; the colour only adds to them.
-    """
-
-    def render_line(self, y: int) -> Strip:
-        line = super(SelectionList, self).render_line(y)   # the prompt, as OptionList draws it
-        try:
-            option = self.get_option_at_index(self.scroll_offset.y + y)
-        except OptionDoesNotExist:
-            return line
-        base = next(iter(line)).style or self.rich_style
-        index = Style(meta={"option": self.scroll_offset.y + y})
-        if option.disabled:
-            box, style = "[-]", base + Style(dim=True)
-        elif option.value in self._selected:
-            box, style = "[x]", base + Style(bold=True, color="green")
-        else:
-            box, style = "[ ]", base
-        return Strip([Segment(box, style + index), Segment(" ", base), *line])
-
-    def on_focus(self) -> None:
-        """Highlight the first backend on focus: with no row highlighted, the first space
-        did nothing."""
-        if self.highlighted is None:
-            self.action_first()
+    try:
+        return presets.values_by_option(preset)
+    except UsageError:
+        return {}
 
 
 class PickForm(Vertical):
     """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset.
 
     The fields scroll (an 80x24 terminal cannot show them all); the line saying what will
-    run and the Run button stay under them, always visible.
+    run and the Run button stay under them, always visible. A blank field shows what it
+    means (blanks.py): the preset's value, marked `(preset)`, else the default.
     """
 
     def __init__(self, initial: RunOptions, load_catalogue: bool = True, **kwargs) -> None:
@@ -100,6 +88,12 @@ class PickForm(Vertical):
         self.models: dict = {}   # name -> {"size_name", "default_size", "dtype", "summary"}
         self.ready = False       # the catalogue worker has filled in sizes, backends, devices
         self._load_catalogue = load_catalogue
+        #: what the chosen preset sets, by option (None: no preset chosen)
+        self.preset_values: dict | None = preset_values(initial.preset)
+        #: the choices of each list, before the one its blank stands for is left out
+        self.choices: dict[str, list[str]] = {}
+        #: backend -> why it cannot run here (None: it can); all can until the catalogue says
+        self.backend_status: dict[str, str | None] = {}
 
     def on_mount(self) -> None:
         if self._load_catalogue:
@@ -143,19 +137,21 @@ class PickForm(Vertical):
         preset_names = presets.preset_names()
         if a.preset and a.preset not in preset_names:
             preset_names.append(a.preset)
-        chosen = set(a.backends or ())
-        with VerticalScroll(id="pick-fields"):
-            yield from self._fields(a, model_names, preset_names, chosen)
+        # not focusable itself: it scrolls to the field that has the focus, and a focused
+        # scroll area showed nothing of where the keys went (escape, then tab, landed there)
+        with VerticalScroll(id="pick-fields", can_focus=False):
+            yield from self._fields(a, model_names, preset_names)
         with Horizontal(id="run-bar"):
             yield Button("Run (r)", id="run", variant="success", compact=True)
             yield Static("", id="preview")
 
-    def _fields(self, a: RunOptions, model_names, preset_names, chosen) -> ComposeResult:
+    def _fields(self, a: RunOptions, model_names, preset_names) -> ComposeResult:
         from couplescope import backends
         from couplescope.backends import hosts
 
         runtime = {"models": model_names, "devices": ["cpu"], "backends": backends.names(),
                    "hosts": hosts.names()}
+        self.backend_status = {name: None for name in backends.names()}
         for group in declared.GROUPS:
             members = [o for o in declared.OPTIONS if o.group == group and o.name != BACKEND
                        and offered(o)]
@@ -170,73 +166,111 @@ class PickForm(Vertical):
                                  compact=True, value=a.preset or Select.NULL)
                 for option in members:
                     label_id = "size-label" if option.name == "size" else None
-                    yield Label(option.short_label[:14], id=label_id)
+                    yield Label(option.short_label, id=label_id)
                     yield self._widget(option, a, runtime)
             if group == FIRST_GROUP:
-                yield Label(Text("backends ([x] runs; space toggles; none: torchscript or the "
-                                 "preset's)"), classes="section")
+                yield Label(Text(heading(a.preset)), id="backends-heading", classes="section")
+                chosen = set(a.backends or ())
                 yield CheckList(*[(n, n, n in chosen) for n in backends.names()], id="backends",
                                 compact=True)
                 yield Static("", id="backend-notes")
 
+    def blank(self, option) -> Blank:
+        """What the field of `option` means left blank, with the preset chosen now."""
+        if option.name == "model":
+            return model_blank(self.preset_values)
+        if option.name == "name":
+            return name_blank(self.preset_values)
+        return blank_for(option, self.preset_values)
+
     def _widget(self, option, a: RunOptions, runtime: dict):
         """The field of one option, holding what the command line (or the app's caller) gave."""
-        if option.name == "model":
-            value = a.model
-            widget = fields.widget_for(option, value, runtime["models"])
-            widget.prompt = model_prompt(a.preset)
-            return widget
         if option.scope == declared.RUN:
             value = getattr(a, option.name)
+        elif option.name == "model":
+            value = a.model
         elif option.sweep:
             value = {"size": a.sizes, "host": a.hosts}.get(option.name)
         else:
             value = a.overrides.get(option.name)
-        return fields.widget_for(option, value, runtime.get(option.source))
+        choices = runtime.get(option.source)
+        if choices is not None or option.choices is not None:
+            self.choices[option.name] = fields.sweep_choices(option, choices)
+        return fields.widget_for(option, value, choices, self.blank(option))
 
     # -- filled in from the catalogue worker ----------------------------------------------
     def set_catalogue(self, models: dict, backend_status: dict, devices: list[str]) -> None:
         self.models = models
-        sel = self.query_one("#backends", SelectionList)
-        chosen = set(sel.selected)
-        sel.clear_options()
+        self.backend_status = dict(backend_status)
+        self._fill_backends()
         notes = Text()
         for name, reason in backend_status.items():
-            prompt = Text(name)
             if reason:   # Text, not markup: reasons hold brackets ('couplescope[mpi]')
-                prompt.append(f"  unavailable: {short_reason(reason)}", style="dim")
                 notes.append(f"{name}: ", style="bold")
                 notes.append(f"{reason}\n")
-            sel.add_option((prompt, name, name in chosen and not reason))
-            if reason:
-                sel.get_option_at_index(sel.option_count - 1).disabled = True
         notes.rstrip()
-        if sel.has_focus and sel.highlighted is None:
-            sel.action_first()
         self.query_one("#backend-notes", Static).update(notes)
         self.query_one("#backend-notes", Static).display = bool(notes)
-        sel.tooltip = notes if notes else None
-        device = self.query_one("#device", Select)
-        current = device.value
-        device.set_options([(d, d) for d in devices])
+        self.query_one("#backends", SelectionList).tooltip = notes if notes else None
+        self.choices["device"] = list(devices)
         wanted = self.initial.overrides.get("device")
-        if wanted in devices:
-            device.value = wanted
-        elif current in devices:
-            device.value = current
+        self._offer(declared.get("device"), keep=wanted if wanted in devices else None)
+        self.update_size_hint()
+
+    def _fill_backends(self) -> None:
+        backends = (self.preset_values or {}).get(BACKEND, ())
+        self.query_one("#backends", CheckList).fill(self.backend_status, backends)
+
+    def _offer(self, option, keep=None) -> None:
+        """A list's choices (less the one its blank stands for) and its blank's words; the
+        value picked stays when it is still offered (`keep`: pick this one)."""
+        select = self.query_one(f"#{option.name}", Select)
+        blank = self.blank(option)
+        current = keep if keep is not None else select.value
+        choices = offered_choices(self.choices.get(option.name, []), blank)
+        with self.prevent(Select.Changed):
+            select.prompt = blank.words
+            select.set_options([(c, c) for c in choices])
+            if current in choices:
+                select.value = current
+
+    def show_preset(self, preset: str | None) -> None:
+        """Every blank field says what it means with this preset (or without one): its
+        value, marked `(preset)`, else the default; the lists stop offering what their
+        blank already is; the backends the preset runs are marked."""
+        self.preset_values = preset_values(preset)
+        for option in declared.OPTIONS:
+            if option.name == BACKEND or not offered(option):
+                continue
+            widget = self.query_one(f"#{option.name}")
+            if isinstance(widget, Select):
+                self._offer(option)
+            elif isinstance(widget, fields.Flag):
+                widget.label = fields.flag_label(self.blank(option))
+            else:
+                widget.placeholder = self.blank(option).words
+        self.query_one("#backends-heading", Label).update(Text(heading(preset)))
+        self._fill_backends()
         self.update_size_hint()
 
     def update_size_hint(self) -> None:
+        """The size field's blank and label: the preset's size, else the model's own (the
+        model picked, or the preset's one model) with the model's name for its size."""
         model = self.query_one("#model", Select).value
-        info = self.models.get(model) if isinstance(model, str) else None
+        if not isinstance(model, str):
+            models = (self.preset_values or {}).get("model") or []
+            model = models[0] if len(models) == 1 else None
+        info = self.models.get(model) if model else None
         size = self.query_one("#size", Input)
         label = self.query_one("#size-label", Label)
-        if info:
+        blank = self.blank(declared.get("size"))
+        if blank.words.endswith("(preset)"):
+            size.placeholder = blank.words
+        elif info:
             size.placeholder = f"{info['default_size']} (model's own)"
-            label.update(f"size ({info['size_name']})"[:14])
         else:
             size.placeholder = "model's own"
-            label.update("size")
+        label.update(f"size ({info['size_name']})" if info else "size")
 
     # -- reading the form --------------------------------------------------------------
     def options(self) -> RunOptions:
@@ -275,19 +309,17 @@ class PickForm(Vertical):
         try:
             req = self.build()
         except UsageError as exc:
-            preview.update(f"[b]will not run:[/] {exc}")
+            preview.update(f"[b]will not run:[/] {escape(str(exc))}")
             return
-        specs = req.specs
-        labels = ", ".join(s.label for s in specs[:6]) + (" ..." if len(specs) > 6 else "")
-        preview.update(f"[b]{len(specs)} variant(s):[/] {labels}")
+        preview.update(run_line(req.specs))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset":
-            model = self.query_one("#model", Select)
             preset = event.value if isinstance(event.value, str) else None
-            model.prompt = model_prompt(preset)
             if preset:
-                model.clear()   # the preset becomes the set of variants
+                with self.prevent(Select.Changed):
+                    self.query_one("#model", Select).clear()   # the preset becomes the set of variants
+            self.show_preset(preset)
         if event.select.id == "model":
             self.update_size_hint()
         self.refresh_preview()

@@ -13,10 +13,13 @@ class PickView(AppView):
     focus_on = "#model"
     help = """\
 a preset, or a model with its size (blank: the model's own), backends, device,
-dtype, layout, warm-up, iterations, threads, profiled iterations. Blank fields mean the
-command line's defaults. Backends marked `[x]` run (`space` toggles); `[-]` cannot run
-here, and the reason is written under the list. The line beside Run says which variants
-will run."""
+dtype, layout, warm-up, iterations, threads, profiled iterations. A blank field says what
+it means: `10 (default)`, or with a preset the preset's value, `10000 (preset)`; a value
+typed in overrides it for every variant, as on the command line (a name typed with a
+preset of several variants goes before each of their names). Backends marked `[x]` run
+(`space` toggles); `[-]` cannot run here, and the reason is written under the list. The
+line beside Run says what will run: how many variants, the task, the iterations, the
+names. A value the run would refuse is marked red."""
 
     def compose(self) -> ComposeResult:
         yield PickForm(self.app.options, load_catalogue=self.app.load_catalogue, id="form")

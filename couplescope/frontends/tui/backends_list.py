@@ -1,0 +1,91 @@
+"""The form's backends list: a box per backend, what cannot run here, what a preset runs.
+
+A row reads `[x] bridge` (runs), `[ ] torchscript (preset)` (the preset runs it while no
+box is ticked) or `[-] mpi  unavailable: mpi4py is not installed` (the first clause of
+the reason; the whole reason is written under the list).
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+from textual.widgets import SelectionList
+from textual.widgets.option_list import OptionDoesNotExist
+
+#: the longest "why not" shown beside a backend's name; the full reason goes under the list
+SHORT_REASON = 32
+
+
+def short_reason(reason: str) -> str:
+    """The first clause of an unavailable reason ("mpi4py is not installed: pip ...")."""
+    head = reason.split(":", 1)[0].strip()
+    return head if len(head) <= SHORT_REASON else head[:SHORT_REASON - 1] + "…"
+
+
+def row_prompt(name: str, reason: str | None, in_preset: bool) -> Text:
+    """A backend's row after its box. Text, not markup: reasons hold brackets
+    ('couplescope[mpi]')."""
+    prompt = Text(name)
+    if reason:
+        prompt.append(f"  unavailable: {short_reason(reason)}", style="dim")
+    elif in_preset:
+        prompt.append("  (preset)", style="dim")
+    return prompt
+
+
+def heading(preset: str | None) -> str:
+    """The words over the list: what a tick does, and what runs when none is ticked."""
+    if preset:
+        return "backends (none ticked: the preset's; a tick runs its variants with it)"
+    return "backends ([x] runs; space toggles; none ticked: torchscript)"
+
+
+class CheckList(SelectionList):
+    """A SelectionList whose boxes read `[x]` / `[ ]` (`[-]` when unavailable).
+
+    Textual's own toggle button is `▐X▌` drawn in two colours: in a 256-colour tmux or a
+    plain capture a ticked box and an empty one look the same. Characters do not depend
+    on the terminal's colours; the colour only adds to them. Its highlighted row shows
+    only while it has the focus (app.tcss): a row highlighted in a list the keys do not
+    reach said that space would tick it.
+    """
+
+    def render_line(self, y: int) -> Strip:
+        line = super(SelectionList, self).render_line(y)   # the prompt, as OptionList draws it
+        try:
+            option = self.get_option_at_index(self.scroll_offset.y + y)
+        except OptionDoesNotExist:
+            return line
+        base = next(iter(line)).style or self.rich_style
+        index = Style(meta={"option": self.scroll_offset.y + y})
+        if option.disabled:
+            box, style = "[-]", base + Style(dim=True)
+        elif option.value in self._selected:
+            box, style = "[x]", base + Style(bold=True, color="green")
+        else:
+            box, style = "[ ]", base
+        return Strip([Segment(box, style + index), Segment(" ", base), *line])
+
+    def on_focus(self) -> None:
+        """Highlight the first backend on focus: with no row highlighted, the first space
+        did nothing."""
+        if self.highlighted is None:
+            self.action_first()
+
+    def fill(self, status: dict[str, str | None], preset_backends=()) -> None:
+        """Every backend's row (status: name -> why it cannot run here, or None), the
+        ticks kept where the backend can run."""
+        chosen = set(self.selected)
+        highlighted = self.highlighted
+        self.clear_options()
+        for name, reason in status.items():
+            self.add_option((row_prompt(name, reason, name in preset_backends), name,
+                             name in chosen and not reason))
+            if reason:
+                self.get_option_at_index(self.option_count - 1).disabled = True
+        if highlighted is not None and highlighted < self.option_count:
+            self.highlighted = highlighted
+        elif self.has_focus:
+            self.action_first()

@@ -1,0 +1,40 @@
+"""The line beside the form's Run button: what `r` will run, in words.
+
+Made from the request the form builds (core.request.build, as the command line's), never
+from the fields: the task, the warm-up and timed iterations and the variants' names are
+what the workers will be given, whoever set them (a preset, a field, a default).
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from couplescope.protocol import options
+
+#: the most variants named; the rest are counted
+NAMED = 6
+TASK_WORDS = {"infer": "inference", "train": "training"}
+
+
+def _count(value, option: str) -> str:
+    """An iteration count as the spec holds it; the declaration's words where the request
+    left it to be decided later."""
+    return str(value) if value is not None else options.get(option).default_words()
+
+
+def run_line(specs) -> str:
+    """"4 variants, training, 10 warm-up + 10000 steps each: direct, bridge, ..." (markup)."""
+    tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
+    what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
+    calls = "steps" if tasks == ["train"] else "calls"
+    counts = {(s.warmup, s.iterations) for s in specs}
+    if len(counts) == 1:
+        warmup, iterations = counts.pop()
+        each = " each" if len(specs) > 1 else ""
+        how_many = f"{_count(warmup, 'warmup')} warm-up + {_count(iterations, 'iterations')} {calls}{each}"
+    else:
+        how_many = f"{calls} per variant"
+    names = ", ".join(escape(s.label) for s in specs[:NAMED])
+    more = f" and {len(specs) - NAMED} more" if len(specs) > NAMED else ""
+    plural = "s" if len(specs) != 1 else ""
+    return f"[b]{len(specs)} variant{plural}[/], {what}, {how_many}: {names}{more}"
