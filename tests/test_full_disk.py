@@ -187,7 +187,11 @@ async def test_the_app_exports_results_json_first_and_names_what_found_no_room(t
     """The app's export (a replayed run, the real app driven by Pilot) onto a disk with room
     for results.json (70 KB) but not for events.jsonl (118 KB) or summary.png: results.json
     is whole, nothing else is cut short, and the app says which files are missing."""
-    from test_tui_replay import SIZE, replay_app, run_replay
+    from test_tui_replay import SIZE, replay_app, run_replay, until
+
+    def exported_or_failed(app) -> bool:
+        """The export (on a thread) has ended: the log says where it went, or why not."""
+        return any(n.startswith(("exported ", "export failed: ")) for n in app.notes)
 
     disk = small_disk("256k")
     fill(disk, 80 * 1024)
@@ -196,7 +200,7 @@ async def test_the_app_exports_results_json_first_and_names_what_found_no_room(t
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: exported_or_failed(app), app.notes[-1:])
         record = app.runs[1]
     assert record.export_path, app.notes[-3:]
     doc = json.loads(open(os.path.join(record.export_path, "results.json")).read())
@@ -212,7 +216,7 @@ async def test_the_app_exports_results_json_first_and_names_what_found_no_room(t
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: exported_or_failed(app), app.notes[-1:])
         assert app.runs[1].export_path is None
         assert any(n.startswith("export failed: ") and "No space left on device" in n for n in app.notes)
     assert sorted(os.listdir(disk)) == sorted(["filler", os.path.basename(record.export_path)])

@@ -153,7 +153,7 @@ async def test_history_at_80_columns_shows_where_a_run_went_uncovered(tmp_path):
         await run_replay(pilot)
         await pilot.press("h")
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
         path = app.runs[1].export_path
         table = app.query_one("#runs")
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
@@ -300,7 +300,7 @@ async def test_export_of_a_replayed_run_rebuilds_results_from_its_events(tmp_pat
         await run_replay(pilot)
         await pilot.press("h")
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
         path = app.runs[1].export_path
     assert path and path.startswith(str(tmp_path))
     assert replay.read(os.path.join(path, "events.jsonl")) == recorded
@@ -317,7 +317,7 @@ async def test_the_tensorboard_command_after_an_export_is_shell_quoted(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
         path = app.runs[1].export_path
     assert " " in path
     assert any(n.endswith(f"open its traces: couplescope --tensorboard '{path}'") for n in app.notes)

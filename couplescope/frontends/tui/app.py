@@ -26,27 +26,24 @@ from couplescope.core.request import RunOptions
 from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.compare_screen import CompareScreen
+from couplescope.frontends.tui.endings import SignalEndings
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
+from couplescope.frontends.tui.quit_screen import QuitScreen
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.views.history import tensorboard_command
 from couplescope.protocol import scratch
-from couplescope.protocol.contract import exit_code
 from couplescope.protocol.errors import UsageError
 
 VIEWS = view_classes()
 
 #: what the status line says when a variant reaches these events
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
-
-
-def signal_name(signum) -> str:
-    return signal.Signals(signum).name
 
 
 def _while_shown(handler):
@@ -60,7 +57,7 @@ def _while_shown(handler):
     return wrapper
 
 
-class CoupleScopeApp(App):
+class CoupleScopeApp(SignalEndings, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
@@ -76,9 +73,10 @@ class CoupleScopeApp(App):
         Binding("e", "export", "export", priority=True),
         Binding("c", "compare", "compare", priority=True),
         Binding("question_mark", "help", "help", priority=True),
+        # q asks first while a run is going (QuitScreen); ctrl+c quits at once, from anywhere
+        # (a text field would otherwise take it for copy)
         Binding("q", "quit", "quit", priority=True),
-        # Ctrl-C quits as q does (a text field would otherwise take it for copy)
-        Binding("ctrl+c", "quit", "quit", priority=True, show=False),
+        Binding("ctrl+c", "quit_now", "quit", priority=True, show=False),
         Binding("escape", "leave_field", "leave the field", show=False),
         # the views' keys: their tabs name them, and the help screen; the footer keeps the
         # run keys visible in an 80-column terminal
@@ -101,6 +99,7 @@ class CoupleScopeApp(App):
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows (the latest)
         self.picked_run: RunRecord | None = None  # History's highlighted run (what e exports)
+        self.exporting: RunRecord | None = None   # the run being exported now (on a thread)
         self._staging_root = scratch.subfolder("tui-")   # runs until exported (removed at exit)
         self.notes: list[str] = []                # what the log shows, as plain text
         self.exit_code = 0
@@ -263,6 +262,8 @@ class CoupleScopeApp(App):
         return self.runs[max(self.runs)] if self.runs else None
 
     def action_export(self) -> None:
+        """Export the picked run on a thread (copying its traces and drawing summary.png take
+        seconds): the status line says so at once, and where it went when it is done."""
         record = self.picked()
         if record is None:
             self.notify("nothing to export yet: run something first (r)", severity="warning")
@@ -271,19 +272,48 @@ class CoupleScopeApp(App):
             self.notify(f"{record.name} is still running; export it when it ends (or stop it: s)",
                         severity="warning")
             return
-        try:
-            path = record.export(self.options.export or DEFAULT_PARENT)
-        except (UsageError, OSError) as exc:
-            self.notify(str(exc), title="export failed", severity="error", timeout=8)
-            self.note(f"export failed: {exc}", "error")
+        if self.exporting is not None:
+            self.notify(f"{self.exporting.name} is being exported; e again when it is done",
+                        severity="warning")
             return
+        self.exporting = record
+        record.export_done.clear()
+        parent = self.options.export or DEFAULT_PARENT
+        self.set_status(f"exporting {record.name} to {parent} ...")
+        self.export_run(record, parent)
+
+    @work(thread=True, exit_on_error=False, group="export")
+    def export_run(self, record: RunRecord, parent: str) -> None:
+        path = error = None
+        try:
+            path = record.export(parent)
+        except (UsageError, OSError) as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - shown in the app, never closes it
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            record.export_done.set()
+            self.post_message(m.Exported(record.id, path, error))
+
+    @_while_shown
+    def on_exported(self, msg: m.Exported) -> None:
+        record = self.runs.get(msg.run_id)
+        self.exporting = None
+        if record is None:
+            return
+        if msg.error is not None:
+            self.notify(msg.error, title="export failed", severity="error", timeout=8)
+            self.note(f"export failed: {msg.error}", "error")
+            self.set_status(f"{record.name}: export failed (the log, t, says why)")
+            return
+        path = msg.path
         if record.summary_error:
             self.note(record.summary_error, "warning")
         if record.export_missing:   # a full disk: results.json was written, these were not
             self.note(f"export incomplete (no room): not written: {', '.join(record.export_missing)}", "error")
         self.note(f"exported {record.name} to {path}; open its traces: {tensorboard_command(path)}")
         # the status line, not a toast: a toast sat over the path under History for seconds
-        self.set_status(f"{record.name} exported: {os.path.basename(path)} (path, command: h)")
+        self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
         for view in self.views:
             view.run_changed(record)
 
@@ -296,71 +326,22 @@ class CoupleScopeApp(App):
             self.pop_screen()
         self.push_screen(CompareScreen(records))
 
-    # -- endings ------------------------------------------------------------------------
-    def end_on_signal(self, signum: int) -> None:
-        """SIGTERM (a batch time limit, kill) or SIGHUP (the terminal closed): stop the run
-        going, export every run not yet exported (the run in progress included: nothing
-        is lost), and exit 128 + signum. A second signal while this happens changes nothing."""
-        if self._ending is not None:
-            return
-        self._ending = signum
-        self.exit_code = exit_code(signal=signum)
-        if self.active is not None:
-            self.set_status(f"stopping {self.active.name} ({signal_name(signum)}) ...")
-            self.stop_session(self.active)   # its RunEnded finishes the job
-        else:
-            self._save_and_exit()
-
-    def hang_up(self, signum, frame) -> None:
-        """SIGHUP: the terminal is gone, and with it any way to draw or to tear the app
-        down (Textual would block writing to it). So, right here in the signal handler:
-        stop the run going, wait for it to report, export every run not yet exported,
-        remove the temporary folder and leave with 129, without Textual."""
-        if self._ending is not None:
-            return
-        self._ending = signum
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        try:
-            for record in self.runs.values():
-                if record.session is not None and not record.done.is_set():
-                    record.session.stop()
-                    record.done.wait(timeout=15)
-            # a run whose session has not reported by then is saved as it stands: no
-            # terminal is left to say anything, and what was measured must not be lost
-            self._export_unsaved(unfinished=True)
-        finally:
-            scratch.remove()
-            os._exit(exit_code(signal=signum))
-
-    def _export_unsaved(self, unfinished: bool = False) -> None:
-        """Export every run not exported yet (into --export's directory, else
-        ./couplescope-runs), noting where for the farewell lines. `unfinished` (a hang-up):
-        a run whose session has not finished too, and a run that fails to export does not
-        keep the others from it."""
-        parent = self.options.export or DEFAULT_PARENT
-        for record in self.runs.values():
-            if record.export_path or not (record.done.is_set() or unfinished):
-                continue
-            try:
-                path = record.export(parent)
-                self.farewell.append(f"couplescope: run {record.name} saved to {path}"
-                                     + (f" (no room for {', '.join(record.export_missing)})"
-                                        if record.export_missing else ""))
-            except (UsageError, OSError) as exc:
-                self.farewell.append(f"couplescope: run {record.name} not saved: {exc}")
-            except Exception as exc:   # noqa: BLE001 - only on a hang-up: nobody to show it to
-                if not unfinished:
-                    raise
-                self.farewell.append(f"couplescope: run {record.name} not saved: {type(exc).__name__}: {exc}")
-
-    def _save_and_exit(self) -> None:
-        self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
-        self._export_unsaved()
-        self.exit(return_code=self.exit_code)
-
+    # -- quitting ---------------------------------------------------------------------
     async def action_quit(self) -> None:
+        """q: quits at once with no run going; with one, asks first (QuitScreen: a second q
+        quits), since quitting ends the run."""
+        if isinstance(self.screen, QuitScreen):
+            self.screen.dismiss(True)
+        elif self.active is not None:
+            self.push_screen(QuitScreen(self.active.name), self._quit_if)
+        else:
+            await self.action_quit_now()
+
+    async def _quit_if(self, answer: bool | None) -> None:
+        if answer:
+            await self.action_quit_now()
+
+    async def action_quit_now(self) -> None:
         self.stop_everything()
         self.exit()
 
@@ -372,6 +353,8 @@ class CoupleScopeApp(App):
 
     def on_unmount(self) -> None:
         self.stop_everything()
+        if self.exporting is not None:   # its copy reads the staging folder: let it finish
+            self.exporting.export_done.wait(timeout=120)
         shutil.rmtree(self._staging_root, ignore_errors=True)
 
     # -- messages from the run ------------------------------------------------------------

@@ -13,12 +13,15 @@ KEYS = """\
 
 - `r` run what the Pick view describes (refused while a run goes)
 - `s` stop the run: ends the worker process; what was measured stays
-- `e` export the highlighted run in History (the latest by default), as `--export` does
+- `e` export the highlighted run in History (the latest by default), as `--export` does;
+  the top line says "exporting" at once, then where it went
 - `c` compare the marked runs (all runs when none is marked); there `space` leaves a
   variant out or puts it back, `escape` goes back
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles}
-- `?` this help (`escape` closes it); `q` or `ctrl+c` quit, stopping any running worker first
+- `?` this help (`escape` closes it)
+- `q` quit; while a run goes it asks first (quitting stops it): `q` again quits, `escape`
+  goes back. `ctrl+c` quits at once, stopping any running worker first
 - `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
 The keys work wherever the focus is: number fields take digits only. A field that takes

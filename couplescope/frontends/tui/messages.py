@@ -1,4 +1,4 @@
-"""The app's messages: a run's events arriving, a run ending, the catalogue read.
+"""The app's messages: a run's events arriving, a run ending or exported, the catalogue read.
 
 They are posted from other threads (`App.post_message` is thread-safe) and handled on
 the UI thread. Every run message carries the run id, so a late message from an earlier
@@ -39,6 +39,15 @@ class RunEnded(RunMessage):
 
     def __init__(self, run_id: int, error: str | None = None) -> None:
         super().__init__(run_id)
+        self.error = error
+
+
+class Exported(RunMessage):
+    """A run's export (its copy, summary.png) ended: `path` where it went, else `error`."""
+
+    def __init__(self, run_id: int, path: str | None, error: str | None = None) -> None:
+        super().__init__(run_id)
+        self.path = path
         self.error = error
 
 

@@ -40,6 +40,8 @@ class RunRecord:
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
         self.done = threading.Event()      # set when its session thread has finished
+        self.export_done = threading.Event()   # clear while an export copies it (on a thread)
+        self.export_done.set()
 
     @property
     def name(self) -> str:

@@ -1,0 +1,89 @@
+"""How the app ends on a signal: SIGTERM (a batch time limit, kill) or SIGHUP (the
+terminal closed) saves every run not yet exported and exits 128 + the signal's number.
+
+A part of the app (CoupleScopeApp inherits it): it reads the app's runs, options and
+farewell lines, and stops runs through the app's own `stop_session`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from couplescope.export.run_dir import DEFAULT_PARENT
+from couplescope.protocol import scratch
+from couplescope.protocol.contract import exit_code
+from couplescope.protocol.errors import UsageError
+
+
+def signal_name(signum) -> str:
+    return signal.Signals(signum).name
+
+
+class SignalEndings:
+    """The app's endings by signal (see the module docstring)."""
+
+    def end_on_signal(self, signum: int) -> None:
+        """SIGTERM (a batch time limit, kill) or SIGHUP (the terminal closed): stop the run
+        going, export every run not yet exported (the run in progress included: nothing
+        is lost), and exit 128 + signum. A second signal while this happens changes nothing."""
+        if self._ending is not None:
+            return
+        self._ending = signum
+        self.exit_code = exit_code(signal=signum)
+        if self.active is not None:
+            self.set_status(f"stopping {self.active.name} ({signal_name(signum)}) ...")
+            self.stop_session(self.active)   # its RunEnded finishes the job
+        else:
+            self._save_and_exit()
+
+    def hang_up(self, signum, frame) -> None:
+        """SIGHUP: the terminal is gone, and with it any way to draw or to tear the app
+        down (Textual would block writing to it). So, right here in the signal handler:
+        stop the run going, wait for it to report, export every run not yet exported,
+        remove the temporary folder and leave with 129, without Textual."""
+        if self._ending is not None:
+            return
+        self._ending = signum
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        try:
+            for record in self.runs.values():
+                if record.session is not None and not record.done.is_set():
+                    record.session.stop()
+                    record.done.wait(timeout=15)
+            # a run whose session has not reported by then is saved as it stands: no
+            # terminal is left to say anything, and what was measured must not be lost
+            self._export_unsaved(unfinished=True)
+        finally:
+            scratch.remove()
+            os._exit(exit_code(signal=signum))
+
+    def _export_unsaved(self, unfinished: bool = False) -> None:
+        """Export every run not exported yet (into --export's directory, else
+        ./couplescope-runs), noting where for the farewell lines. `unfinished` (a hang-up):
+        a run whose session has not finished too, and a run that fails to export does not
+        keep the others from it."""
+        parent = self.options.export or DEFAULT_PARENT
+        for record in self.runs.values():
+            record.export_done.wait(timeout=120)   # an export on its thread (e) finishes first
+            if record.export_path or not (record.done.is_set() or unfinished):
+                continue
+            try:
+                path = record.export(parent)
+                self.farewell.append(f"couplescope: run {record.name} saved to {path}"
+                                     + (f" (no room for {', '.join(record.export_missing)})"
+                                        if record.export_missing else ""))
+            except (UsageError, OSError) as exc:
+                self.farewell.append(f"couplescope: run {record.name} not saved: {exc}")
+            except Exception as exc:   # noqa: BLE001 - only on a hang-up: nobody to show it to
+                if not unfinished:
+                    raise
+                self.farewell.append(f"couplescope: run {record.name} not saved: {type(exc).__name__}: {exc}")
+
+    def _save_and_exit(self) -> None:
+        self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
+        self._export_unsaved()
+        self.exit(return_code=self.exit_code)
+
