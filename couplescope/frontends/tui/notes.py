@@ -39,6 +39,9 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         lines = (ev.get("lines") or [])[-OUTPUT_LINES:]
         more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
         return [(f"{variant} printed{more}:\n" + "\n".join(escape(line) for line in lines), "info")]
+    if kind == "variant_finished" and (ev.get("summary") or {}).get("training"):
+        word, text = training_verdict(ev["summary"]["training"])
+        return [(f"{variant}: {escape(text)}", "error" if word == "FAILED" else "info")] if text else []
     if kind == "rounds_planned":
         return [(f"interleaved: {ev['rounds']} rounds, the variants' order shuffled in each "
                  f"(order seed {ev['seed']})", "info")]
@@ -51,6 +54,18 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         # the heartbeat ("... so far") goes to the status line only (app.STATUS)
         return [(f"{variant}: {text}", "info")] if ev.get("status") == "built" or "so far" not in text else []
     return []
+
+
+def training_verdict(training: dict) -> tuple[str | None, str]:
+    """A training variant's learning-task verdict: (PASSED, FAILED or None when it was not
+    judged, its words) from the worker's summary: `[training] PASSED shift by one place:
+    input 1..5 gives [5. 1. 2. 3. 4.]; expected ...`, the learned output in the words of
+    the model's task ("" when the worker said nothing)."""
+    final = training.get("final_check") or {}
+    if final.get("passed") is not None:
+        word = "PASSED" if final["passed"] else "FAILED"
+        return word, f"[training] {word} {final.get('check', '')}: {final.get('message', '')}"
+    return None, f"[training] {final['message']}" if final.get("message") else ""
 
 
 def ending_notes(record) -> list[tuple[str, str]]:

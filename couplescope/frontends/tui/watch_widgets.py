@@ -10,18 +10,23 @@ from __future__ import annotations
 import collections
 import time
 
+from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import RichLog, Static
 from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
+from couplescope.frontends.tui.notes import training_verdict
 from couplescope.results import stats
 
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
 KIND_LEGEND = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}
+#: a colour per phase (backends/clock.py's names), plotext's; "+" is the bright one. A
+#: training step's phases are zero_grad, forward, loss, backward, allreduce (MPI) and step
 PHASE_COLORS = {"marshal_in": "cyan", "h2d": "magenta", "forward": "green", "d2h": "yellow",
-                "marshal_out": "blue", "load": "red"}
+                "marshal_out": "blue", "load": "red", "zero_grad": "cyan+", "loss": "red+",
+                "backward": "orange", "allreduce": "yellow+", "step": "magenta+", "replay": "blue+"}
 MAX_TABLE_ROWS = 500
 MAX_PLOT_POINTS = 600
 
@@ -68,6 +73,7 @@ class TimePlot(PlotextPlot):
         self.points, self.variant, self._where = [], variant, {}
         self._dirty = True
         self.draw(force=True)
+        self.post_message(self.LegendChanged([]))   # not the previous variant's key under an empty plot
 
     def add(self, evs: list[dict]) -> None:
         """One point per call; under MPI every rank reports each call, and the point is the
@@ -148,7 +154,15 @@ class TimePlot(PlotextPlot):
 
 RICH_COLORS = {"orange": "dark_orange", "gray": "grey50"}
 #: the legend's short phase names, used only when the full ones need more lines
-SHORT_PHASES = {"marshal_in": "m_in", "forward": "fwd", "marshal_out": "m_out"}
+SHORT_PHASES = {"marshal_in": "m_in", "forward": "fwd", "marshal_out": "m_out", "zero_grad": "zero",
+                "backward": "bwd"}
+
+
+def rich_color(color: str) -> str:
+    """A plotext colour as rich names it ("cyan+" is bright_cyan)."""
+    if color.endswith("+"):
+        return f"bright_{color[:-1]}"
+    return RICH_COLORS.get(color, color)
 
 
 def legend_lines(items, width: int, short: bool = False) -> list[list[tuple[str, str]]]:
@@ -197,7 +211,7 @@ class PlotLegend(Static):
             if i:
                 text.append("\n")
             for j, (entry, color) in enumerate(line):
-                text.append((" " if j else "") + entry, style=RICH_COLORS.get(color, color))
+                text.append((" " if j else "") + entry, style=rich_color(color))
         self.update(text if self.items else "")
 
     def render(self):
@@ -280,21 +294,34 @@ def call_counts(variant) -> str:
     return f"{total}/{planned or '?'} calls = " + " + ".join(parts)
 
 
+#: what the statistics say before any run
+NO_RUN = "no run yet: pick a model or preset and press r"
+
+
 class StatsPanel(Static):
-    """Running statistics of the timed iterations of the current variant.
+    """Running statistics of the timed iterations of the current variant; for a training
+    variant its loss and, once it ends, whether it learnt its task.
 
     Two lines when they fit, otherwise the call counts get a line of their own (80 columns).
+    Before a variant has reported, what is happening (`waiting`), never "no run yet" while
+    a run is going.
     """
 
     _shown: tuple = (None, None)
+    _waiting: str = NO_RUN
 
     def on_resize(self) -> None:
         self.show(*self._shown)
 
+    def waiting(self, text: str) -> None:
+        """What to say until a variant reports (a run starting: its worker, its model)."""
+        self._waiting = text
+        self.show(None, None)
+
     def show(self, variant, expected: int | None) -> None:
         self._shown = (variant, expected)
         if variant is None:
-            self.update("no run yet: pick a model or preset and press r")
+            self.update(self._waiting)
             return
         s = variant.stats()
         done = len(variant.iterations)
@@ -305,17 +332,37 @@ class StatsPanel(Static):
                   "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
         checks = (f"[red]{failed} of {done} checks FAILED[/]" if failed else
                   f"{done} checks passed" if done else "no checks yet")
-        head = f"[b]{variant.name}[/] {status}  {checks}"
+        head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
         rounds = variant.round_positions and max(variant.round_positions)
         if rounds and variant.status == "running":   # a run in rounds: where it is
             head += f"  round {variant.round}"
         counts = call_counts(variant)
         width = self.content_size.width or 80
         sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
-        loss = variant.last_loss() if variant.training else None
         self.update(
             f"{head}{sep}{counts}\n"
             f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
             f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={s['n']} timed"
             + ("  [yellow]noisy[/]" if s["noisy"] else "")
-            + (f"  loss [b]{fmt.sci(loss)}[/]" if loss is not None else ""))
+            + ("\n" + training_text(variant) if variant.training else ""))
+
+
+def training_text(variant) -> str:
+    """A training variant's loss, first and latest, and once it has ended its task's
+    verdict: `[training] PASSED shift by one place: input 1..5 gives [5. 1. 2. 3. 4.]; ...`
+    (the learned output, in the words of the model's learning task)."""
+    steps = [it for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
+    training = variant.summary.get("training") or {}
+    if steps:
+        last = "at the last" if variant.status != "running" else "now"
+        count = len({(it["kind"], it["index"]) for it in steps})   # a step once, not once per rank
+        text = (f"loss [b]{fmt.sci(steps[0]['loss'])}[/] at the first step, [b]{fmt.sci(steps[-1]['loss'])}[/] "
+                f"{last} ({count} steps)")
+    else:
+        text = "loss: no step yet"
+    word, verdict = training_verdict(training)
+    if verdict:   # the verdict's word in its colour, the rest as the worker wrote it
+        rest = verdict.removeprefix(f"[training] {word} " if word else "[training] ")
+        color = "green" if word == "PASSED" else "red"
+        text += "\n[b]\\[training][/] " + (f"[{color}]{word}[/] " if word else "") + escape(rest)
+    return text

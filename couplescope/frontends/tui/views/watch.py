@@ -31,7 +31,11 @@ PASSED/FAILED and the maximum relative error, progress, and median, IQR, min and
 the timed iterations. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts every
 call (all are checked); only the timed ones enter the statistics (`n=200 timed`). In a
 narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
-`m_out` marshal out."""
+`m_out` marshal out. A training run (`--task train`) makes steps: zero_grad, forward, the
+loss, backward and the optimizer's step are its phases (`zero`, `bwd` when short), the
+table shows each step's loss, and the statistics the first and latest loss; when a
+variant ends, its `[training]` verdict says whether the model learnt its task, with the
+learned output (SimpleNet: input 1..5 gives 5 1 2 3 4)."""
 
     def compose(self) -> ComposeResult:
         yield StatsPanel(id="stats")
@@ -59,7 +63,9 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
         self.query_one(IterationsTable).clear_rows()
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
         self.query_one(ProgressBar).update(total=1, progress=0)
-        self.query_one(StatsPanel).show(None, None)
+        variants = f"{len(record.specs)} variants" if len(record.specs) > 1 else record.specs[0].label
+        self.query_one(StatsPanel).waiting(f"{record.name}: starting {variants} (worker, model); "
+                                           "the line at the top says what it is doing")
 
     def follow(self, record, events: list[dict]) -> None:
         if record is not self.app.shown:
@@ -114,6 +120,9 @@ narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward
         self._dirty = True
 
     def run_ended(self, record) -> None:
+        if record is self.app.shown and record.current is None:   # no variant ever reported
+            self.query_one(StatsPanel).waiting(f"{record.name} {record.status} before any variant "
+                                               "reported: the log (t) says why")
         self._dirty = True
         self.redraw(force=True)       # its last sample is drawn before the panel goes idle
         self.query_one(TelemetryPanel).idle(record.name)
