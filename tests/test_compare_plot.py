@@ -1,12 +1,13 @@
-"""The app's compare view plot (plotext) on recorded real runs: the axis is not stretched
-by one slow call, the whiskers it cuts are marked with their true ends, and a sweep's
-lines are named as the table names the variants."""
+"""The app's compare view plot on recorded real runs: the axis of the boxes (a row each,
+tui/box_rows.py) is not stretched by one slow call, the whiskers it cuts are marked with
+their true ends, and a sweep's lines (plotext) are named as the table names the variants."""
 
 from __future__ import annotations
 
 import pytest
 
-from couplescope.frontends.tui.compare_screen import CompareScreen, box_plot
+from couplescope.frontends.tui.box_rows import box_plot
+from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.results import saved, stats
 from test_plots_compare import document
 from test_tui_replay import replay_app, run_replay
@@ -46,12 +47,13 @@ async def test_the_compare_view_marks_the_cut_whisker_with_its_end_at_80_columns
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, CompareScreen)
-        plot = app.screen.query_one("#compare-plot")
+        plot = app.screen.query_one("#box-rows")
         await pilot.pause()
         shown = plot.render().plain
         p95 = stats.percentile(sorted(timed("two-backends")[0]), 95) * 1e6
-        assert f"^{p95:.3g}" in shown
-        assert "timed calls (µs): box 25-75%, whiskers 5-95%; ^ cut, its end" in shown
+        first = next(line for line in shown.splitlines() if line.lstrip().startswith("1 │"))
+        assert first.endswith(f"▸{p95:.3g}")   # the whisker's arrow, and where it really ends
+        assert "timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸ cut, its end after" in shown
 
 
 async def test_a_sweep_s_lines_are_named_as_the_table_names_the_variants():

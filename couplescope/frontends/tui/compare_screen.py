@@ -12,24 +12,24 @@ that and the boxes (the key is named in the plot's title, only when there is a s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
+from couplescope.frontends.tui.box_rows import BoxRows, box_plot
 from couplescope.frontends.tui.footer import SteadyFooter
-from couplescope.results import labels, stats, sweeps
+from couplescope.frontends.tui.watch_widgets import _unit
+from couplescope.results import labels, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
-from couplescope.frontends.tui.watch_widgets import _unit
-
-
-WHISKERS = (95, 75, 50, 25, 5)   # plotext's quintuple order: top whisker first
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 VERDICT_STYLE = {"passed": "bold green", "failed": "bold red", "error": "bold red", "stopped": "bold yellow"}
 
@@ -59,45 +59,57 @@ def combined(records, left_out=frozenset()) -> ResultsBuilder:
     return builder
 
 
-@dataclass
-class BoxPlot:
-    """The compare view's box plot, in one unit: each variant's whiskers and box (top
-    whisker first), the axis's ends, and the top whiskers cut at the axis (box number ->
-    where the whisker really ends)."""
-
-    unit: str
-    quintuples: list[list[float]]
-    bottom: float
-    top: float
-    cut: dict[int, float]
-
-
-def box_plot(series: list[list[float]]) -> BoxPlot:
-    """Whiskers at the 5th and 95th percentiles, and the axis cut at the highest box's top
-    plus half of what lies below it on the plot (from the lowest whisker; at least a tenth
-    of that top), so the boxes and what lies between them get two thirds of the plot's
-    height. Of 10 calls the 95th percentile lies past the 9th slowest, so one slow call
-    took the axis to 56 µs over boxes of 5 to 14 µs, which came out flat. A whisker past
-    the cut ends at the top with its true end written over it. A log axis would keep the
-    tall whisker but still give half the plot's rows to the empty stretch from 14 to
-    56 µs (a factor of 4 out of the 19 from 3 to 56 µs); the cut gives them to the
-    boxes and still says where each whisker ends. The unit is the top's, so the axis
-    reads 247.4 ms, not 247448.7 µs."""
-    quintuples = [[stats.percentile(sorted(values), q) for q in WHISKERS] for values in series]
-    highest = max(q[1] for q in quintuples)
-    bottom = min(q[-1] for q in quintuples)
-    top = min(max(q[0] for q in quintuples), highest + max(0.5 * (highest - bottom), 0.1 * highest))
-    unit, scale = _unit(top)
-    cut = {i: q[0] * scale for i, q in enumerate(quintuples, 1) if q[0] > top}
-    scaled = [[min(v, top) * scale for v in q] for q in quintuples]
-    room = (top - bottom) * 0.06 or top * 0.05   # a row for the cut whiskers' ends
-    return BoxPlot(unit, scaled, max(0.0, bottom - room) * scale, (top + room) * scale, cut)
+def cut_name(name: str, width: int, head: int | None = None) -> str:
+    """A name in `width` columns: whole, or `head` characters of its start and the rest of
+    its end around an ellipsis (never wrapped mid-word)."""
+    if len(name) <= width:
+        return name
+    if width < 2:
+        return "…"[:width]
+    head = (width - 1) // 2 if head is None else min(head, width - 1)
+    tail = width - 1 - head
+    return name[:head] + "…" + (name[-tail:] if tail else "")
 
 
-def boxes(series: list[list[float]]) -> tuple[str, list[list[float]]]:
-    """(unit, each variant's whiskers and box in that unit, top whisker first)."""
-    plot = box_plot(series)
-    return plot.unit, plot.quintuples
+def common_prefix(names: list[str]) -> str:
+    """The start every name shares, up to a separator ("simplenet-" of simplenet-aoti-2 and
+    simplenet-torchscript-2), when at least two names are compared."""
+    if len(names) < 2:
+        return ""
+    shared = os.path.commonprefix(names)
+    return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
+
+
+def cut_names(names: list[str], width: int) -> dict[str, str]:
+    """Every name in `width` columns, told apart where cutting allows: the start all of them
+    share goes first (an ellipsis stands for it: the title names the run and its model),
+    then each is cut in its middle where that leaves the most of them distinct (the ends
+    tell variants apart: -python-host, -12; the starts: bridge-, aoti-)."""
+    if all(len(n) <= width for n in names):
+        return {n: n for n in names}
+    prefix = common_prefix(names)
+    short = {n: ("…" + n[len(prefix):]) if prefix else n for n in names}
+    balanced = (width - 1) // 2
+
+    def cut(head: int) -> dict[str, str]:
+        return {n: cut_name(s, width, head) for n, s in short.items()}
+
+    best = max(range(width), key=lambda h: (len(set(cut(h).values())), -abs(h - balanced)))
+    return cut(best)
+
+
+def task_columns(rows) -> list[str]:
+    """The columns that fit what the variants did: an inference call's coupling overhead
+    (call minus forward); a training step's backward and where its loss ended."""
+    tasks = {r.get("task", "infer") for r in rows} or {"infer"}
+    return [*(["overhead"] if "infer" in tasks else []), *(["backward", "loss"] if "train" in tasks else [])]
+
+
+def task_note(columns: list[str]) -> str:
+    """What the title says of those columns."""
+    notes = [*(["overhead = call minus forward"] if "overhead" in columns else []),
+             *(["training steps: backward's median, the last loss"] if "loss" in columns else [])]
+    return f"  ({'; '.join(notes)})" if notes else ""
 
 
 class CompareScreen(Screen):
@@ -112,15 +124,20 @@ class CompareScreen(Screen):
         self.left_out: set[str] = set()
         self.all_names = list(combined(self.records).variants)
         self.builder = combined(self.records)
-        # compile only when a variant compiled
-        self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
+        rows = self.builder.comparison()
+        # compile only when a variant compiled; the task's columns for every variant compared
+        self.compiled = any(r.get("compile_status") for r in rows)
+        self.task_columns = task_columns(rows)
         self.by_size = True   # when the variants hold a sweep: median vs size, else boxes
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
 
     def compose(self) -> ComposeResult:
         runs = ", ".join(r.name for r in self.records)
-        yield Static(f"[b]compare[/] {runs}  (overhead = call minus forward)", id="compare-title")
+        yield Static(f"[b]compare[/] {escape(runs)}{task_note(self.task_columns)}", id="compare-title")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+        # the boxes scroll when there are more variants than rows; never focused (the table is)
+        with VerticalScroll(id="compare-boxes", can_focus=False):
+            yield BoxRows(id="box-rows")
         yield PlotextPlot(id="compare-plot")
         # compact, without the palette's key: every key fits an 80-column footer
         yield SteadyFooter(compact=True, show_command_palette=False)
@@ -133,9 +150,15 @@ class CompareScreen(Screen):
 
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
-        the name; n last."""
-        return ["box", "variant", "checks", "median", "IQR", "vs fastest", "overhead",
+        the name; the task's own columns; n last."""
+        return ["box", "variant", "checks", "median", "IQR", "vs fastest", *self.task_columns,
                 *(["compile"] if self.compiled else []), "n"]
+
+    def task_cells(self, r: dict) -> list[str]:
+        cells = {"overhead": fmt.seconds(r["overhead"]) if r.get("task") != "train" else "-",
+                 "backward": fmt.seconds(r.get("backward")) if r.get("task") == "train" else "-",
+                 "loss": fmt.sci(r.get("last_loss")) if r.get("task") == "train" else "-"}
+        return [cells[c] for c in self.task_columns]
 
     def fill(self) -> None:
         """The table (every variant; left-out ones greyed) and the plot (the others).
@@ -143,13 +166,34 @@ class CompareScreen(Screen):
         Every column fits the screen: one space between columns (DataTable's padding is two),
         a variant's name without the run's `#1 ` when one run is compared (the title names
         it), and when the names would still push the last columns off the screen (80 columns,
-        long names) the variant column takes what is left and its names wrap."""
+        long names) the variant column takes what is left and a longer name is cut in its
+        middle with an ellipsis (never wrapped: a name broken mid-word read as two)."""
         table = self.query_one("#compare-table", DataTable)
         cursor = table.cursor_row
         columns = self.columns()
         rows = {r["name"]: r for r in self.builder.comparison()}
         box = {name: i for i, name in enumerate(rows, 1)}
         shown = {name: self.display_name(name) for name in self.all_names}
+        widths = self.column_widths(columns, [[spaced(cell) for cell in line]
+                                              for line in self.lines(columns, rows, box, shown)])
+        width = self.variant_width(columns, widths)
+        if width:
+            shown = dict(zip(shown, cut_names(list(shown.values()), width - 1).values()))
+            widths[columns.index("variant")] = width
+        lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
+        table.clear(columns=True)
+        # every width given: DataTable measures the others when it is next idle and does not
+        # drop the lines it drew before that, so a table filled on mount showed its columns
+        # as wide as their labels (names cut to "simplen") until something restyled it
+        for label, natural in zip(columns, widths):
+            table.add_column(spaced(label), key=label, width=natural)
+        for key, line in zip([*self.all_names, None], lines):
+            table.add_row(*line, key=key, height=1)
+        table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
+        self.draw(list(rows.values()))
+
+    def lines(self, columns, rows: dict, box: dict, shown: dict) -> list[tuple]:
+        """The table's cells, a line per variant (or one saying there is nothing yet)."""
         lines = []
         for name in self.all_names:
             r = rows.get(name)
@@ -160,23 +204,11 @@ class CompareScreen(Screen):
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
             lines.append((str(box[name]), shown[name], verdict_text(r["verdict"]), fmt.seconds(r["median"]),
-                          fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]), fmt.seconds(r["overhead"]), *compiled,
+                          fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]), *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:
             lines.append(("", "no timed iterations in these runs yet", *[""] * (len(columns) - 2)))
-        lines = [[spaced(cell) for cell in line] for line in lines]
-        widths = self.column_widths(columns, lines)
-        width = self.variant_width(columns, widths)
-        table.clear(columns=True)
-        # every width given: DataTable measures the others when it is next idle and does not
-        # drop the lines it drew before that, so a table filled on mount showed its columns
-        # as wide as their labels (names cut to "simplen") until something restyled it
-        for label, natural in zip(columns, widths):
-            table.add_column(spaced(label), key=label, width=width if label == "variant" and width else natural)
-        for key, line in zip([*self.all_names, None], lines):
-            table.add_row(*line, key=key, height=None if width else 1)
-        table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
-        self.draw(list(rows.values()))
+        return lines
 
     def display_name(self, name: str) -> str:
         """"#1 simplenet-torchscript" as the table shows it: without "#1 " when one run is
@@ -189,8 +221,8 @@ class CompareScreen(Screen):
         return [max([len(label) + 1, *(line[i].cell_len for line in lines)]) for i, label in enumerate(columns)]
 
     def variant_width(self, columns: list[str], widths: list[int]) -> int | None:
-        """The variant column's width when the names must wrap for every column to fit the
-        screen, else None (as wide as the longest name)."""
+        """The variant column's width when the names must be cut for every column to fit
+        the screen, else None (as wide as the longest name)."""
         at = columns.index("variant")
         room = self.app.size.width - sum(w for i, w in enumerate(widths) if i != at) - 2   # scroll bar, margin
         return max(room, 12) if widths[at] > room else None
@@ -221,35 +253,26 @@ class CompareScreen(Screen):
         return [[names[i] for i in group] for group in groups]
 
     def draw(self, rows) -> None:
+        """The boxes (a row each, box_rows.py), or a sweep's medians against size (plotext)."""
         plot = self.query_one("#compare-plot", PlotextPlot)
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
+        boxes = self.query_one("#compare-boxes")
         series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].steps] for r in rows}
-        if not series:
-            plt.title("time distributions: nothing to compare yet")
-            return
-        groups = self._sweep_groups(list(series))
+        groups = self._sweep_groups(list(series)) if series else []
         self.plotted = groups if groups and self.by_size else None
+        plot.display = self.plotted is not None
+        boxes.display = self.plotted is None
         if self.plotted:
+            plt = plot.plt
+            plt.clear_data()
+            plt.clear_figure()
             self.draw_sweep(plt, groups, series)
             plot.refresh()
             return
-        box_labels = [str(i) for i in range(1, len(series) + 1)]
-        drawn = box_plot(list(series.values()))
-        plt.box(box_labels, drawn.quintuples, quintuples=True)
-        plt.ylim(drawn.bottom, drawn.top)
-        # the ends written when they fit over their boxes (the plot takes the screen's width
-        # less its y axis; the screen's, as the plot is not laid out yet when first drawn)
-        per_box = (self.app.size.width - 8) / len(series)
-        ends = all(len(f"^{end:.3g}") < per_box for end in drawn.cut.values())
-        for i, end in drawn.cut.items():
-            plt.text(f"^{end:.3g}" if ends else "^", x=i, y=drawn.top, alignment="center", color="red")
-        # short: plotext leaves out a title wider than the plot (76 characters fit at 80)
-        plt.title(f"timed calls ({drawn.unit}): box 25-75%, whiskers 5-95%"
-                  + (f"; ^ cut{', its end' if ends else ''}" if drawn.cut else "")
-                  + (" (v: vs size)" if groups else ""))
-        plot.refresh()
+        if not series:
+            self.query_one(BoxRows).update("time distributions: nothing to compare yet")
+            return
+        self.query_one(BoxRows).show(box_plot(list(series.values())), [str(i) for i in range(1, len(series) + 1)],
+                                     " (v: vs size)" if groups else "")
 
     def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
         """Median vs size, one line per series, its 25th and 75th percentiles dotted."""
