@@ -94,3 +94,27 @@ def test_a_size_list_replaces_a_presets_own_sizes():
                for s in asked.specs)
     own = request.build(request.RunOptions(preset="deep-linear-sweep"))
     assert sorted({s.size for s in own.specs}) == [250, 500, 750, 1000]
+
+
+def test_a_name_given_with_a_preset_goes_before_each_of_its_variants_names(monkeypatch):
+    """--preset simplenet --name myrun: myrun-direct-torchscript, ... (it renamed all three
+    myrun, numbered myrun-1..3, which said nothing of which was which); a preset of one
+    variant takes the name as it is."""
+    from couplescope.core import request
+    from couplescope.core.request import RunOptions
+
+    monkeypatch.setattr(backends, "unavailable", lambda name, spec=None: None)   # names only
+    monkeypatch.setattr(native, "unavailable", lambda: None)
+    preset_names = [v["name"] for v in presets.read(presets.locate("simplenet"))[1]]
+    named = request.build(RunOptions(preset="simplenet", overrides={"name": "myrun"}))
+    assert [s.name for s in named.specs] == [f"myrun-{n}" for n in preset_names]
+    one = request.build(RunOptions(preset="simplenet-mpi", overrides={"name": "myrun"}))
+    assert [s.name for s in one.specs] == ["myrun"]
+
+
+def test_values_by_option_are_what_the_preset_sets():
+    found = presets.values_by_option("simplenet-train")
+    _, variants, _ = presets.read(presets.locate("simplenet-train"))
+    assert found["task"] == ["train"] and found["iterations"] == [variants[0]["iterations"]]
+    assert found["backend"] == list(dict.fromkeys(v["backend"] for v in variants))
+    assert "seed" not in found   # what it does not set is the default's
