@@ -115,6 +115,21 @@ async def test_a_field_filled_in_overrides_the_preset_for_every_variant_and_a_na
         assert all(f"myrun-{n}" in text(app, "#preview") for n in names)   # seen before the run
 
 
+async def test_a_blank_number_field_shows_what_the_request_gives_every_variant():
+    """Training SimpleNet without a preset: the iterations field says the steps the request
+    gives (the task's default is the request's to decide), as the Run line does."""
+    asked = RunOptions(model="simplenet", overrides={"task": "train"})
+    steps = request.build(asked).specs[0].iterations
+    app = CoupleScopeApp(asked, load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "training" in text(app, "#preview"), text(app, "#preview"))
+        shown = app.query_one("#iterations", Input).placeholder
+        if steps is None:   # decided later, in the worker: the declaration's words
+            assert shown == declared.get("iterations").default_words(), shown
+        else:
+            assert shown.startswith(f"{steps} ") and f"+ {steps} steps" in text(app, "#preview"), shown
+
+
 async def test_a_list_never_offers_the_value_its_blank_stands_for():
     app = CoupleScopeApp(load_catalogue=False)
     async with app.run_test(size=(80, 24)) as pilot:

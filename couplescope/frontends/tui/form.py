@@ -31,8 +31,14 @@ from couplescope.protocol.errors import UsageError
 BACKEND = "backend"
 #: where each group's grid goes: what to run first, then the backends list, then the rest
 FIRST_GROUP = declared.GROUPS[0]
-#: the labels' column (app.tcss's .pick-grid grid-columns): every label fits it whole
-LABEL_WIDTH = 15
+#: the narrowest labels' column: `size (layers)` and the like, known once the catalogue is read
+NARROWEST_LABELS = 14
+
+
+def label_width() -> int:
+    """The labels' column: as wide as the longest label, so that none is cut ("profile
+    max op"); the fields take the rest."""
+    return max(NARROWEST_LABELS, *(len(o.short_label) for o in declared.OPTIONS if offered(o)))
 
 
 def model_blank(preset_values: dict | None) -> Blank:
@@ -152,6 +158,7 @@ class PickForm(Vertical):
         runtime = {"models": model_names, "devices": ["cpu"], "backends": backends.names(),
                    "hosts": hosts.names()}
         self.backend_status = {name: None for name in backends.names()}
+        width = label_width()
         for group in declared.GROUPS:
             members = [o for o in declared.OPTIONS if o.group == group and o.name != BACKEND
                        and offered(o)]
@@ -159,7 +166,9 @@ class PickForm(Vertical):
                 continue
             if group != FIRST_GROUP:
                 yield Label(Text(group), classes="section")
-            with Grid(classes="pick-grid", id=f"grid-{declared.GROUPS.index(group)}"):
+            with Grid(classes="pick-grid", id=f"grid-{declared.GROUPS.index(group)}") as grid:
+                # a label and its field, twice a row on a wide terminal (the pair repeats)
+                grid.styles.grid_columns = f"{width} 1fr"
                 if group == FIRST_GROUP:
                     yield Label("preset")
                     yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)",
@@ -310,8 +319,26 @@ class PickForm(Vertical):
             req = self.build()
         except UsageError as exc:
             preview.update(f"[b]will not run:[/] {escape(str(exc))}")
+            self.show_resolved(())
             return
         preview.update(run_line(req.specs))
+        self.show_resolved(req.specs)
+
+    def show_resolved(self, specs) -> None:
+        """A blank number field shows the value the request gave every variant when that is
+        not what its declaration or the preset says (a default that depends on the task or
+        the model is the request's to decide): the field and the Run line never disagree."""
+        for option in declared.SPEC_OPTIONS:
+            if option.kind not in (int, float) or option.sweep or not offered(option):
+                continue
+            field = self.query_one(f"#{option.name}", Input)
+            if field.value:
+                continue
+            blank = self.blank(option)
+            values = {getattr(spec, option.name) for spec in specs}
+            value = values.pop() if len(values) == 1 else None
+            field.placeholder = (blank.words if value is None or value == blank.value
+                                 else f"{value} (default)")
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset":
