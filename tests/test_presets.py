@@ -3,7 +3,7 @@
 import pytest
 
 from couplescope import backends
-from couplescope.backends import native
+from couplescope.backends import hosts, native
 from couplescope.core import presets
 from couplescope.protocol.errors import UsageError
 from couplescope.core.validation import validate
@@ -21,10 +21,11 @@ def test_every_bundled_preset_builds_specs(name):
     for spec in specs:
         if spec.device.startswith("cuda") or spec.backend == "cudagraph":
             continue  # validated where CUDA exists; refusal tested in test_gpu
-        if spec.host == "native" and native.unavailable():
-            # a preset that asks for the native host (simplenet-train: FTorch's side) on a
-            # machine without a C++ compiler: refused for that, saying so
-            with pytest.raises(UsageError, match="--host native is unavailable"):
+        if spec.host is not None and hosts.unavailable(spec.host, spec):
+            # a preset that asks for a host this machine lacks (the native host without a C++
+            # compiler; real-ftorch's ftorch host without an FTorch install): refused for
+            # that, saying so
+            with pytest.raises(UsageError, match=f"--host {spec.host} is unavailable"):
                 validate(spec)
             continue
         if backends.unavailable(spec.backend, spec):
