@@ -87,18 +87,27 @@ def ratio(value) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None,
-          width: int | None = None) -> str:
+          width: int | None = None, wrap: set[int] | None = None) -> str:
     """A plain text table with aligned columns (right-aligned where asked).
 
-    With `width`, the last column wraps so lines fit (never narrower than 30 characters).
+    With `width`, the lines fit it: the last column wraps (never narrower than 30
+    characters while another column can give way), and so do the columns in `wrap`, down
+    to their longest word, when the last alone cannot make room (a hosts column of four
+    names beside a reason). A word longer than its column is broken at hyphens, then cut
+    into pieces: wrapped, never truncated.
     """
     import textwrap
 
     right = right or set()
+    last = len(headers) - 1
+    wrap = (set(wrap or ()) | {last}) if width else set()
     widths = [max(len(str(r[i])) for r in [headers] + rows) for i in range(len(headers))]
     if width:
-        room = width - sum(widths[:-1]) - 2 * (len(widths) - 1)
-        widths[-1] = max(30, min(widths[-1], room))
+        widths = _fit(widths, width, wrap - {last}, [_longest_word(headers, rows, i) for i in range(len(headers))])
+
+    def cells(row):
+        return [(textwrap.wrap(str(c), widths[i]) or [""]) if i in wrap else [str(c)]
+                for i, c in enumerate(row)]
 
     def line(cells):
         return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
@@ -106,10 +115,38 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
 
     out = [line(headers), line(["-" * w for w in widths])]
     for r in rows:
-        wrapped = textwrap.wrap(str(r[-1]), widths[-1]) or [""]
-        out.append(line(list(r[:-1]) + [wrapped[0]]))
-        out += [line([""] * (len(r) - 1) + [more]) for more in wrapped[1:]]
+        parts = cells(r)
+        for k in range(max(len(p) for p in parts)):
+            out.append(line([p[k] if k < len(p) else "" for p in parts]))
     return "\n".join(out)
+
+
+#: the last column of a table fitted to a width is at least this wide while another
+#: wrappable column can give way
+LAST_COLUMN_MIN = 30
+#: and never narrower than this: below it a sentence wraps a word to a line and the table
+#: stops being readable (a terminal that narrow sees lines run past its edge instead)
+LAST_COLUMN_FLOOR = 12
+
+
+def _fit(widths: list[int], width: int, wrappable: set[int], floors: list[int]) -> list[int]:
+    """Column widths whose line fits `width`: the last column takes the room left, and
+    the wrappable ones give way (widest first, down to their longest word) while the
+    last would be narrower than LAST_COLUMN_MIN."""
+    widths = list(widths)
+    gaps = 2 * (len(widths) - 1)
+    want_last = min(widths[-1], LAST_COLUMN_MIN)
+    for i in sorted(wrappable, key=lambda i: -widths[i]):
+        short = sum(widths) - widths[-1] + gaps + want_last - width
+        if short <= 0:
+            break
+        widths[i] = max(floors[i], widths[i] - short)
+    widths[-1] = max(LAST_COLUMN_FLOOR, min(widths[-1], width - sum(widths[:-1]) - gaps))
+    return widths
+
+
+def _longest_word(headers, rows, i: int) -> int:
+    return max(len(word) for r in [headers] + rows for word in (str(r[i]).split() or [""]))
 
 
 def with_headings(table_text: str, headings: dict[int, str]) -> str:

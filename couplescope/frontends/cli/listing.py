@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 from couplescope.frontends import formatting as fmt
@@ -11,12 +10,21 @@ from couplescope.frontends import formatting as fmt
 
 def list_width(out) -> int | None:
     """The width to wrap to: COLUMNS when it is set (piped or not: `COLUMNS=80 couplescope
-    --list > file` asks for 80), else the terminal's; piped output without COLUMNS keeps
-    one line per row, for grep and scripts."""
+    --list > file` asks for 80), else the terminal's that shows the listing: stdout's, or
+    stderr's when stdout is piped into a pager or `head` in a terminal (`couplescope --list
+    | less` is read at the terminal's width: unwrapped, its rows ran to 236 columns). With
+    no terminal at all (a script, a file from a batch job) each row keeps one line, for
+    grep."""
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
-    return shutil.get_terminal_size().columns if out.isatty() else None
+    for stream in (out, sys.stderr):
+        try:
+            if stream.isatty():
+                return os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):   # not a real file (a test's StringIO)
+            continue
+    return None
 
 
 def print_list(out=None) -> None:
@@ -32,7 +40,8 @@ def print_list(out=None) -> None:
     rows = [[name, "unavailable" if reason else "available", ", ".join(cat.backend_hosts.get(name, ())),
              what + (f"; unavailable: {reason}" if reason else "")]
             for name, (what, reason) in cat.backends.items()]
-    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "hosts", "what"], rows, width=width)
+    out.write("backends (--backend NAME):\n" + fmt.table(["backend", "status", "hosts", "what"], rows, width=width,
+                                                        wrap={2})
               + "\n\n")
     rows = [[name, "unavailable" if reason else "available", what + (f"; unavailable: {reason}" if reason else "")]
             for name, (what, reason) in cat.hosts.items()]
