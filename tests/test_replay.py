@@ -45,7 +45,8 @@ def test_recorded_runs_emit_only_what_the_protocol_table_documents(name):
 def test_the_printer_shows_the_reference_lines_statistics_and_the_comparison():
     outcome, out, err = replay_run("two-backends")
     assert outcome.exit_code == 0
-    assert out.count("PASSED :: [check iteration") == 24          # 12 timed per variant
+    assert out.count("PASSED :: [check iteration") == 10          # the first 5 of 12 per variant
+    assert out.count("7 more checks PASSED (--verbose prints every one)") == 2
     assert "FAILED" not in out
     assert out.count("sample size: 12") == 2
     assert "== simplenet-torchscript (1/2): simplenet, torchscript, cpu, 1 warm-up + 12 iterations ==" in out
@@ -146,7 +147,8 @@ def test_many_ranks_print_a_check_line_per_step_and_keep_every_call():
     outcome, out, _ = replay_run("many-ranks")
     assert outcome.exit_code == 0
     steps = [line for line in out.splitlines() if line.startswith("PASSED :: [check iteration")]
-    assert len(steps) == 6 and all(" on 10 ranks (slowest: rank " in line for line in steps), steps
+    assert len(steps) == 5 and all(" on 10 ranks (slowest: rank " in line for line in steps), steps
+    assert "1 more check PASSED (--verbose prints every one)" in out
     assert "check iteration 1 on rank" not in out
     (v,) = outcome.builder.document()["variants"]
     timed = [it for it in v["iterations"] if it["kind"] == "timed"]

@@ -28,7 +28,8 @@ def run_headless(args) -> int:
     else:
         req = request.build(options_from(args))
     stream = sys.stderr if args.json else sys.stdout
-    printer = HeadlessPrinter(len(req.specs), out=stream, quiet_iterations=args.quiet)
+    printer = HeadlessPrinter(len(req.specs), out=stream, quiet_iterations=args.quiet,
+                              verbose=args.verbose, debug=args.debug)
     try:
         run = pipeline.Pipeline(req, [printer], announce=lambda path: printer.print(f"run directory: {path}"),
                                 workers=workers)

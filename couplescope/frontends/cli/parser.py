@@ -138,7 +138,11 @@ def build_parser() -> Parser:
     out = groups["output"]
     out.add_argument("--list", action="store_true", help="list models, backends, presets and devices")
     out.add_argument("--json", action="store_true", help="print the results document on stdout")
-    out.add_argument("--quiet", action="store_true", help="print FAILED iterations only, not every PASSED one")
+    lines = out.add_mutually_exclusive_group()
+    lines.add_argument("--quiet", action="store_true", help="print FAILED checks only")
+    lines.add_argument("--verbose", action="store_true",
+                       help="print every check's line (default: a variant's first 5, every FAILED "
+                            "one and a count of the rest)")
     out.add_argument("--tui", action="store_true", help="open the interactive app with these options filled in")
     out.add_argument("--debug", action="store_true", help="show tracebacks")
     # hidden, for developers (hyperfine's --debug-mode): play a recorded events.jsonl (or a

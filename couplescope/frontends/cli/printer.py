@@ -1,9 +1,10 @@
 """The headless front end: the reference suite's lines, statistics and a comparison table.
 
-Per timed iteration it prints the reference's own line,
+A timed iteration's check prints the reference's own line,
     PASSED :: [check iteration 1 (2.023 s)] maximum relative error = 0.0000E+00
-(green/red on a terminal), then per variant min, median, mean, max and stddev of the
-time taken and the sample size; after all variants, a comparison table. On a terminal a
+(green/red on a terminal): a variant's first few, every one that failed, and a count of
+the rest (check_lines.py; --verbose prints all). Then per variant min, median, mean, max
+and stddev of the time taken and the sample size; after all variants, a comparison table. On a terminal a
 status line on stderr shows progress while nothing else is printed (model loading, long
 iterations); it is cleared before every printed line.
 """
@@ -16,6 +17,7 @@ import threading
 import time
 
 from couplescope.frontends import formatting as fmt
+from couplescope.frontends.cli.check_lines import CheckLines
 from couplescope.frontends.cli.colors import GREEN, RED, RESET, YELLOW
 from couplescope.frontends.cli.comparison import comparison_table
 from couplescope.frontends.cli.ranks_report import report_lines
@@ -82,7 +84,8 @@ class Progress:
 
 
 class HeadlessPrinter(Listener):
-    def __init__(self, total_variants: int, out=None, err=None, quiet_iterations: bool = False) -> None:
+    def __init__(self, total_variants: int, out=None, err=None, quiet_iterations: bool = False,
+                 verbose: bool = False, debug: bool = False) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.color = use_color(self.out)
@@ -90,6 +93,9 @@ class HeadlessPrinter(Listener):
         self.count = 0
         self.progress = Progress(self.err)
         self.quiet_iterations = quiet_iterations
+        #: which timed checks print a line (the first few, failures; --verbose: all)
+        self.checks = CheckLines(verbose=verbose, quiet=quiet_iterations)
+        self.debug = debug   # --debug: a worker's traceback under its error
         self._expected = {}
         self._warm = {}
         self._profiled = {}
@@ -191,15 +197,18 @@ class HeadlessPrinter(Listener):
                    f"inputs {shapes}, tolerance {ev.tolerance})")
         if ev.training:
             t = ev.training
+            checked = ("no gradient check (a user's module: couplescope has no model of it)"
+                       if t.get("gradient_tolerance") is None else
+                       f"the first step checked against eager PyTorch within {t['gradient_tolerance']:g}")
             self.print(f"training: {t['task']}; {t['optimizer']}, learning rate {t['lr']:g}, "
-                       f"{t['loss']} loss{made_as(t.get('train_call'))}; "
-                       f"the first step checked against eager PyTorch within "
-                       f"{t['gradient_tolerance']:g}")
+                       f"{t['loss']} loss{made_as(t.get('train_call'))}; {checked}")
 
     def _on_iterations(self, ev: events.Iterations):
-        """A batch of calls: quiet timed batches that all passed print nothing, so they
-        are only counted (the parent's work stays proportional to what is shown)."""
-        if ev.kind == "timed" and self.quiet_iterations and all(ev.passed):
+        """A batch of calls: a timed batch that all passed and has no line to print is
+        only counted (the parent's work stays proportional to what is shown). A job of
+        many ranks goes call by call: its lines are steps made of every rank's call."""
+        if (ev.kind == "timed" and ev.variant not in self._steps and all(ev.passed)
+                and self.checks.count_batch(ev.variant, len(ev.passed))):
             self._running_next(ev.variant, "timed", ev.last_index)
             return
         for call in ev.calls:
@@ -211,28 +220,30 @@ class HeadlessPrinter(Listener):
         if steps is not None and ev.rank is not None and ev.kind != "profiled":
             self._on_rank_call(ev, steps)
             return
+        if ev.kind == "timed":
+            if self.checks.shows(v, ev.passed):
+                self.print(self._check_line(ev))
+            self._running_next(v, "timed", ev.index)
+        elif ev.kind == "warmup":
+            self._warm.setdefault(v, []).append(ev)
+            if not ev.passed:
+                self.print(f"warm-up {self._check_line(ev)}")
+            self._running_next(v, "warmup", ev.index)
+        else:
+            self._profiled.setdefault(v, []).append(ev)
+            self.status(f"{v}: profiling, iteration {ev.index + 1}")
+
+    def _check_line(self, ev: events.Iteration) -> str:
+        """A call's line: its check, or a training step's loss as example 11 logs it."""
         word = self._paint("PASSED", GREEN) if ev.passed else self._paint("FAILED", RED)
         where = f" on rank {ev.rank}" if ev.rank is not None else ""
-        if ev.loss is not None:   # a training step: its loss, as example 11 logs it
+        if ev.loss is not None:
             line = (f"{word} :: [training step {ev.index}{where} ({fmt.seconds(ev.seconds)})] "
                     f"loss = {fmt.sci(ev.loss)}")
         else:
             line = (f"{word} :: [check iteration {ev.index}{where} ({fmt.seconds(ev.seconds)})] "
                     f"maximum relative error = {fmt.sci(ev.max_rel_error)}")
-        if ev.error:
-            line += f" ({ev.error})"
-        if ev.kind == "timed":
-            if not self.quiet_iterations or not ev.passed:
-                self.print(line)
-            self._running_next(v, "timed", ev.index)
-        elif ev.kind == "warmup":
-            self._warm.setdefault(v, []).append(ev)
-            if not ev.passed:
-                self.print(f"warm-up {line}")
-            self._running_next(v, "warmup", ev.index)
-        else:
-            self._profiled.setdefault(v, []).append(ev)
-            self.status(f"{v}: profiling, iteration {ev.index + 1}")
+        return line + (f" ({ev.error})" if ev.error else "")
 
     def _on_rank_call(self, ev: events.Iteration, steps: StepLines) -> None:
         """A call of one rank of many: its own line only when its check failed; the step's
@@ -249,7 +260,7 @@ class HeadlessPrinter(Listener):
             self._step_line(v, kind, index, step, steps.ranks)
 
     def _step_line(self, v: str, kind: str, index: int, step, ranks: int) -> None:
-        if kind == "timed" and (not self.quiet_iterations or step.failed):
+        if kind == "timed" and self.checks.shows(v, not step.failed):
             word = self._paint("PASSED", GREEN) if not step.failed else self._paint("FAILED", RED)
             who = f"{ranks} ranks" if step.count == ranks else f"{step.count} of {ranks} ranks"
             failed = f", {step.failed} failed" if step.failed else ""
@@ -285,6 +296,10 @@ class HeadlessPrinter(Listener):
             self.print(f"couplescope: {ev.reason}", err=True)
         else:
             self.print(f"couplescope: {ev.variant}: {ev.reason}", err=True)
+        if self.debug and ev.traceback:   # the worker's own, as --debug shows the parent's
+            self.print(f"{ev.variant}: the worker's traceback (--debug):", err=True)
+            for line in ev.traceback.rstrip("\n").split("\n"):
+                self.print(line, err=True)
 
     #: how many of a worker's last printed lines the terminal shows (all are in events.jsonl
     #: and, exported, in <variant>.output.log)
@@ -334,6 +349,9 @@ class HeadlessPrinter(Listener):
         steps = self._steps.pop(name, None)
         for kind, index, step in steps.rest() if steps is not None else ():   # a job that ended early
             self._step_line(name, kind, index, step, steps.ranks)
+        rest = self.checks.rest_line(name, "steps" if name in self._training else "checks")
+        if rest:
+            self.print(rest)
         v = builder.variants[name]
         if not v.iterations:
             return
@@ -343,13 +361,6 @@ class HeadlessPrinter(Listener):
             ok = all(w.passed for w in warm)
             self.print(f"warm-up: {len({w.index for w in warm})} iteration(s), first {fmt.seconds(warm[0].seconds)}, "
                        f"checks {'passed' if ok else 'FAILED'} (not in the statistics)")
-        prof = self._profiled.get(name, [])
-        if prof:
-            self.print(f"profiled: {len({p.index for p in prof})} iteration(s), median "
-                       f"{fmt.seconds(stats.summarize([p.seconds for p in prof])['median'])} "
-                       "(not in the statistics)")
-        for line in format_lines(v.summary.get("trace_summary") or {}):
-            self.print(line)
         if s["n"]:
             for key in ("min", "median", "mean", "max", "stddev"):
                 self.print(f"{key:<6} time taken (s): {fmt.sci(s[key])}")
@@ -360,6 +371,7 @@ class HeadlessPrinter(Listener):
                                                           for k, p in phases.items()))
             for w in v.warnings():
                 self.print(self._paint(f"note: {w}", YELLOW))
+        self._print_profiled(name, v)
         for line in training_lines(v.summary.get("training"), v):
             self.print(self._paint_words(line))
         if ranks.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
@@ -370,6 +382,17 @@ class HeadlessPrinter(Listener):
 
             self.print(summary_line(v.telemetry))
         self.print()
+
+    def _print_profiled(self, name: str, v) -> None:
+        """The profiled iterations and their trace's figures, after the timings and said to
+        be the profiler's: they run 10 to 50 times slower than the timed calls."""
+        prof = self._profiled.get(name, [])
+        if prof:
+            self.print(f"profiled: {len({p.index for p in prof})} iteration(s) under torch.profiler, "
+                       f"median {fmt.seconds(stats.summarize([p.seconds for p in prof])['median'])} "
+                       "(not in the statistics: the profiler slows every call)")
+        for line in format_lines(v.summary.get("trace_summary") or {}):
+            self.print(line)
 
     def session_done(self, builder) -> None:
         self.progress.close()

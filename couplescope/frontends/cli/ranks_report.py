@@ -50,10 +50,14 @@ def report_lines(iterations: list[dict], ranks_info: list[dict] | None = None, d
 
 
 def _device(info: dict) -> str:
-    """The rank's device; on CPU also the GPU its node-local rank maps to ("cpu (gpu 1)")."""
+    """The rank's device; on CPU, where the rank sees GPUs, also the one its node-local rank
+    maps to ("cpu (gpu 1)"). With none in sight (visible_devices 0) there is no GPU to
+    name: the worker's gpu_slot is then only the rank it would take with one per rank."""
     device = info.get("device", "?")
     slot = info.get("gpu_slot")
-    return f"{device} (gpu {slot})" if device == "cpu" and slot is not None else device
+    if device == "cpu" and slot is not None and (info.get("visible_devices") or 0) > 0:
+        return f"{device} (gpu {slot})"
+    return device
 
 
 def _node_text(name: str, node: dict, steps: int) -> str:
