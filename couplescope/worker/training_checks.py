@@ -173,7 +173,7 @@ class Training:
             return None
         import torch
 
-        model = copy.deepcopy(self.initial)
+        model = model_copy(self.initial)
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name in state:
@@ -214,7 +214,25 @@ def initial_model(eager):
 
     if not isinstance(eager, torch.nn.Module):
         return None
-    return copy.deepcopy(eager).train()
+    return model_copy(eager).train()
+
+
+def model_copy(module):
+    """A deep copy of a model whose parameters are leaves, as the original's are. A
+    TorchScript module (a user's .pt) is copied by torch.jit's ScriptModule.__deepcopy__,
+    which copies the C++ module and clones each tensor under the grad mode it runs in:
+    with grad on, every copied parameter is the output of a CloneBackward node, not a
+    leaf, and an optimizer over them refuses it ("can't optimize a non-leaf Tensor"),
+    though the file's own parameters are leaves (FTorch-benchmarks' cgdrag file failed so
+    on both hosts). Copied under no_grad, the clones are leaves; they take the originals'
+    requires_grad back."""
+    import torch
+
+    with torch.no_grad():
+        copied = copy.deepcopy(module)
+    for original, clone in zip(module.parameters(), copied.parameters()):
+        clone.requires_grad_(original.requires_grad)
+    return copied
 
 
 def reference_step(initial, data, calls, spec, optimizer_name: str, lr: float, allreduce=None) -> dict:
@@ -226,7 +244,7 @@ def reference_step(initial, data, calls, spec, optimizer_name: str, lr: float, a
     from couplescope.backends.training_step import loss_of, make_optimizer
 
     inputs, targets = data
-    model = copy.deepcopy(initial).train()
+    model = model_copy(initial).train()
     optimizer = make_optimizer(torch, model.parameters(), optimizer_name, lr)
     torch.manual_seed(spec.seed)
     for call in calls:
