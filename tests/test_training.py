@@ -73,10 +73,11 @@ def test_the_bridge_trains_through_its_train_function(cli, host):
     r = cli("--model", "simplenet", "--task", "train", "--backend", "bridge", "--host", host,
             "--iterations", "30", *QUIET, "--json", timeout=300)
     v = json.loads(r.stdout)["variants"][0]
-    # 30 steps do not learn the shift (FAILED, as it must), but every step's loss is finite
-    # and the first step equals eager PyTorch's
+    # 30 steps cannot learn the shift, so it is not judged; every step's loss is finite and
+    # the first step equals eager PyTorch's
     assert v["training"]["gradient_check"]["passed"]
-    assert v["training"]["final_check"]["passed"] is False and r.returncode == 1
+    assert v["training"]["final_check"]["passed"] is None and r.returncode == 0
+    assert v["training"]["final_check"]["message"].startswith("not judged: 31 of the ~10 000 steps")
     assert all(np.isfinite(it["loss"]) for it in v["iterations"])
     assert {"zero_grad", "forward", "loss", "backward", "step"} <= set(v["phases"])
 

@@ -110,6 +110,16 @@ class BatchRunner:
         return same
 
 
+def training_extra(coupling) -> dict:
+    """A training step's loss, read after its timed call, and `done` when a bridge module's
+    train call said training is complete (the engine ends the steps there)."""
+    extra = {"loss": coupling.take_losses()}
+    take_done = getattr(coupling, "take_done", None)
+    if take_done is not None and take_done():
+        extra["done"] = True
+    return extra
+
+
 class PythonBatchRunner(BatchRunner):
     """The python host's batches: the coupling's call() in a loop, timed as the engine's
     one-call loop times it (perf_counter around the call, or the seconds a host returns)."""
@@ -144,10 +154,12 @@ class PythonBatchRunner(BatchRunner):
                 clock.reset()
                 break
             seconds = perf_counter() - t0
-            extra = {"loss": coupling.take_losses()} if feeder is not None else {}
+            extra = training_extra(coupling) if feeder is not None else {}
             raw.append((seconds if hosted is None else hosted, clock.reset(), coupling.output_error, extra))
             for flat, snapshot in snaps:
                 snapshot[i] = flat
-            if perf_counter() - begin > BATCH_SECONDS or stop() or not math.isfinite(extra.get("loss", 0.0)):
-                break   # (a loss that is not finite ends the training there: the engine fails it)
+            if (perf_counter() - begin > BATCH_SECONDS or stop() or not math.isfinite(extra.get("loss", 0.0))
+                    or extra.get("done")):
+                break   # (a loss that is not finite ends the training there: the engine fails it;
+                #          a step whose train call said done is the last: the engine honours it)
         return raw, failure

@@ -2,7 +2,9 @@
 
 Each training step the host calls the module's `train(inputs, target)` by name with
 no-copy views of its input and target arrays, and reads back the loss: a float, or
-`(done, loss)` as pytorch-fortran's `ftn_pytorch_train` returns `(is_completed, loss)`.
+`(done, loss)` as pytorch-fortran's `ftn_pytorch_train` returns `(is_completed, loss)`:
+a true `done` is honoured as a Fortran caller honours `is_completed`, by calling train no
+more (the engine ends the variant's steps there: worker/training_checks.py).
 The module does the rest (optimizer, loss, backward, step) in its own Python, which is
 why pytorch-fortran offers this path for pipelines TorchScript cannot express. The
 module's optional `state()` (its parameters and gradients) lets couplescope check the
@@ -36,14 +38,20 @@ def loss_value(result) -> tuple[float, bool]:
 
 class TrainingMixin:
     """What both hosts' bridge training couplings share: the function, the losses, the
-    module's optional state() and save()."""
+    `done` the module returned, its optional state() and save()."""
 
     function = TRAIN_FUNCTION
-    done_at = None   # the step at which the module first said training is complete
+    _done = False   # a train call said done since the last take_done()
 
     def take_losses(self) -> float:
         losses, self._losses = self._losses, []
         return sum(losses) / len(losses) if losses else float("nan")
+
+    def take_done(self) -> bool:
+        """Whether a train call since the last look returned done = true (read after the
+        timed call, with the loss)."""
+        done, self._done = self._done, False
+        return done
 
     def state(self):
         getter = getattr(self.module, "state", None)
@@ -76,8 +84,7 @@ class BridgeTraining(TrainingMixin, BridgeCoupling):
                 target = numpy_view(self.targets[call.output], layout)
             loss, done = loss_value(train(inputs, target))
             self._losses.append(loss)
-            if done and self.done_at is None:
-                self.done_at = len(self._losses)
+            self._done = self._done or done
 
 
 class NativeBridgeTraining(TrainingMixin, NativeBridgeCoupling):
@@ -102,5 +109,6 @@ class NativeBridgeTraining(TrainingMixin, NativeBridgeCoupling):
     def call(self) -> float:
         whole = super().call()
         self._losses.extend(self.host.losses())
+        self._done = self._done or self.host.said_done()
         return whole
 

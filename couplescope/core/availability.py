@@ -17,7 +17,7 @@ from couplescope.protocol.spec import RunSpec
 
 @dataclass
 class Catalogue:
-    #: name -> {"size_name", "default_size", "dtype", "summary"}
+    #: name -> {"size_name", "default_size", "dtype", "summary", "train_steps"}
     models: dict = field(default_factory=dict)
     #: name -> (summary, why unavailable or None)
     backends: dict = field(default_factory=dict)
@@ -52,7 +52,7 @@ def read_catalogue(with_devices: bool = True) -> Catalogue:
         try:
             w = catalogue.load(name)
             out.models[name] = {"size_name": w.size_name, "default_size": w.default_size,
-                                "dtype": w.dtype, "summary": w.summary}
+                                "dtype": w.dtype, "summary": w.summary, "train_steps": w.train_steps}
         except Exception as exc:  # one broken model must not hide the others
             out.errors.append(f"model {name}: {type(exc).__name__}: {exc}")
     for name in backends.names():

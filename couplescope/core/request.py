@@ -118,7 +118,7 @@ def build(asked: RunOptions) -> RunRequest:
     hosts = asked.hosts or [None]
     specs = []
     for variant, backend, size, host in itertools.product(base, sweep_backends, sizes, hosts):
-        d = {**variant, **overrides}
+        d = with_training_steps({**variant, **overrides})
         if variant.get("name") and "name" in overrides and len(base) > 1:
             d["name"] = f"{overrides['name']}-{variant['name']}"   # a preset's variants: a prefix
         if backend is not None:
@@ -141,6 +141,17 @@ def build(asked: RunOptions) -> RunRequest:
     specs = named(specs)
     return RunRequest(title=title, specs=tuple(specs), preset=asked.preset, notes=notes,
                       **paced(run_settings(given, preset_settings), specs))
+
+
+def with_training_steps(d: dict) -> dict:
+    """A training variant that does not say how many steps makes as many as its model's
+    learning task needs (SimpleNet: 10 000, as FTorch's example 11), so that a first
+    `--task train` passes its check (catalogue.train_steps). Given --iterations (or a
+    preset's), fewer steps leave the check not judged, said in words, rather than FAILED."""
+    if d.get("task") != "train" or d.get("iterations") is not None or not d.get("model"):
+        return d
+    steps = catalogue.train_steps(d["model"])
+    return {**d, "iterations": steps} if steps else d
 
 
 def from_specs(specs, title: str = "", **settings) -> RunRequest:

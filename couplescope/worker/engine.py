@@ -32,6 +32,7 @@ from couplescope.protocol.errors import UsageError
 from couplescope.worker import memory_check
 from couplescope.worker.measure import Prepared, measure
 from couplescope.worker.profiling import profile_window
+from couplescope.worker.training_checks import TrainingComplete
 from couplescope.workloads import catalogue
 
 
@@ -73,7 +74,7 @@ def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: in
     eager, handed = _eager(spec, coupling_backend, workload, size, dtype, clock, allreduce)
     if spec.task == "train" and not handed:
         eager = workload.model_for_training(eager)
-    expected = _expected(workload, eager, arrays, size, calls)
+    expected = _expected(workload, eager, arrays, size, calls, spec.task)
     outputs = {name: np.zeros(e.shape, dtype=e.dtype, order="F") for name, e in expected.items()}
     training = None
     if spec.task == "train":
@@ -111,8 +112,10 @@ def host_arrays(workload, spec, size: int, dtype: str, rank: int) -> dict:
     return workload.host_arrays(size, dtype, seed)
 
 
-def _expected(workload, eager, arrays, size, calls) -> dict:
+def _expected(workload, eager, arrays, size, calls, task: str = "infer") -> dict:
     try:
+        if task == "train":
+            return workload.expected_for_training(eager, arrays, size)
         return workload.expected(eager, arrays, size)
     except (UsageError, MemoryError):
         raise
@@ -199,7 +202,8 @@ def loaded_fields(spec, backend, prepared: Prepared, loads: list[float]) -> dict
     if training is not None:
         fields["training"] = {"task": training.task.name, "optimizer": training.optimizer,
                               "lr": training.lr, "loss": spec.loss, "train_call": spec.train_call,
-                              "gradient_tolerance": training.tolerance,
+                              # None: no gradient check (a user's module: no model to step)
+                              "gradient_tolerance": training.tolerance if training.initial is not None else None,
                               "targets": {n: list(a.shape) for n, a in training.targets.items()}}
     if len(loads) > 1:
         fields.update(ranks=len(loads), per_rank_seconds=loads,
@@ -236,15 +240,19 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
         if prepared.training is not None:
             if team.world > 1:   # every rank's weights compared after each step
                 team.step_digest = lambda: prepared.training.weights_digest(prepared.coupling)
+                prepared.training.honours_done = False
             seed_steps(spec)
-        team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after, batch))
-        if paced:
-            timed_rounds(prepared, team, after, batch)
-        else:
-            team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
         summaries = [{}] * team.world
-        if spec.profile_iterations:
-            summaries = team.stage(lambda: profile_window(prepared, team, spec, after) or {}, share=True)
+        try:
+            team.stage(lambda: measure(prepared, team.emit, "warmup", spec.warmup, after, batch))
+            if paced:
+                timed_rounds(prepared, team, after, batch)
+            else:
+                team.stage(lambda: measure(prepared, team.emit, "timed", spec.iterations, after, batch))
+            if spec.profile_iterations:
+                summaries = team.stage(lambda: profile_window(prepared, team, spec, after) or {}, share=True)
+        except TrainingComplete:   # the module said done: no step after it (not even profiled)
+            team.flush()
         trained = None
         if prepared.training is not None:
             trained = team.stage(lambda: prepared.training.finish(prepared.coupling)

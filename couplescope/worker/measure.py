@@ -25,6 +25,7 @@ import numpy as np
 from couplescope.backends.base import Coupling, error_text, essential_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol import events
+from couplescope.backends.batch import training_extra
 from couplescope.worker.training_checks import LossNotFinite
 
 
@@ -111,9 +112,10 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
         if hosted is not None:   # timed by the host itself (native: in C++)
             seconds = hosted
         phases = clock.reset()
-        extra = {}
+        extra, done = {}, False
         if prepared.training is not None:
-            extra["loss"] = coupling.take_losses() if error is None else float("nan")
+            extra = training_extra(coupling) if error is None else {"loss": float("nan")}
+            done = extra.pop("done", False)
             if error is None:
                 err, passed, error = prepared.judge_step(kind, index, extra["loss"])
             else:
@@ -125,6 +127,8 @@ def measure(prepared: Prepared, emit, kind: str, count: int, after=None, batch: 
         _record(emit, index, kind, seconds, phases, err, passed, error, after, extra)
         if "loss" in extra and not np.isfinite(extra["loss"]):
             raise LossNotFinite(error or f"the call failed at {kind} step {index}")
+        if done:
+            prepared.training.said_done(kind, index)   # raises TrainingComplete where honoured
     return count
 
 
@@ -176,9 +180,11 @@ def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) ->
     records, failure = runner.run(size, stop)
     judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
     batch = []
-    diverged = None
+    diverged = done_at = None
     for position, (seconds, phases, output_error, outputs, same, extra) in enumerate(records):
         step = index + len(batch) + 1
+        if extra.pop("done", False) and done_at is None:   # not an event field: said after the batch
+            done_at = step
         if output_error:
             err, passed, error = float("inf"), False, output_error
         elif prepared.training is not None:
@@ -205,6 +211,8 @@ def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) ->
             after(kind, record["index"])
     if diverged:
         raise LossNotFinite(diverged)
+    if done_at is not None:
+        prepared.training.said_done(kind, done_at)   # raises TrainingComplete where honoured
     return index + len(batch)
 
 

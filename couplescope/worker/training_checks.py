@@ -27,7 +27,7 @@ import numpy as np
 
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads.base import max_relative_error
-from couplescope.workloads.learning_tasks import LossHistory, ModuleTargets, RandomTarget
+from couplescope.workloads.learning_tasks import LossHistory, ModuleRandomTarget, ModuleTargets, RandomTarget
 
 #: the first step's gradients and weights against the eager reference, per dtype: the
 #: TorchScript interpreter and eager PyTorch may order a reduction differently, and with
@@ -38,6 +38,12 @@ GRADIENT_FLOOR = 1e-3
 
 class LossNotFinite(Exception):
     """A step's loss was NaN or infinite: the variant ends FAILED at that step."""
+
+
+class TrainingComplete(Exception):
+    """A bridge module's train call returned done = true (pytorch-fortran's is_completed):
+    no step is made after it, as a Fortran caller stops calling train, and the variant
+    finishes (its checks, its saved model) with the steps made."""
 
 
 class Training:
@@ -55,11 +61,15 @@ class Training:
         user_file = catalogue.is_user_model(spec.model)
         # each rank of a data-parallel run learns from data of its own
         seed = spec.seed if rank == 0 else int(np.random.SeedSequence([spec.seed, rank]).generate_state(1)[0])
-        if user_file:
+        if user_file and catalogue.kind(spec.model) == "bridge-module":
             maker = getattr(eager, "make_targets", None)   # a user's bridge module may define it
-            self.task = ModuleTargets(maker, calls) if callable(maker) else RandomTarget(seed)
+            self.task = ModuleTargets(maker, calls) if callable(maker) else ModuleRandomTarget(seed)
+        elif user_file:
+            self.task = RandomTarget(seed)
         else:
             self.task = workload.learning_task(size, dtype, seed, expected)
+        #: the steps the learning task needs before its check is judged (None: any number)
+        self.steps_needed = None if user_file else workload.train_steps
         self.arrays = arrays
         self.targets = self.task.targets(arrays, outputs)
         self.initial = initial_model(eager)
@@ -67,6 +77,11 @@ class Training:
         self.losses = LossHistory()
         #: the team's gradient averaging (MPI): the reference step averages as the ranks do
         self.allreduce = allreduce
+        #: the step whose train call first said training is complete ({"kind", "index"})
+        self.done_at: dict | None = None
+        #: whether done ends the steps: one process, yes; ranks that step together go on
+        #: (one rank's module saying done cannot stop the others' collectives)
+        self.honours_done = True
         self.steps = 0             # steps filled so far (the next fill is step steps + 1)
         self.first_data = None     # step 1's inputs and targets, for the reference step
         self.gradient_check: dict | None = None
@@ -101,6 +116,14 @@ class Training:
                 buffer[i] = array.ravel(order="K").view(np.uint8)
         return rows
 
+    def said_done(self, kind: str, index: int) -> None:
+        """The module's train call at this step said training is complete: recorded, and
+        honoured (TrainingComplete) unless the steps are a team's."""
+        if self.done_at is None:
+            self.done_at = {"kind": kind, "index": index}
+        if self.honours_done:
+            raise TrainingComplete(f"{kind} step {index}")
+
     # -- checks, after each step --------------------------------------------------------
     def judge(self, loss: float, kind: str, index: int, coupling) -> tuple[float, bool, str | None]:
         """(max_rel_error, passed, error) of a step: the gradient check on the variant's
@@ -109,9 +132,11 @@ class Training:
         err, passed, error = 0.0, True, None
         if self.gradient_check is None:
             self.gradient_check = self.check_first_step(coupling)
-            err, passed = self.gradient_check["max_rel_error"], self.gradient_check["passed"]
-            if not passed:
-                error = self.gradient_check["message"]
+            check = self.gradient_check
+            if check["passed"] is not None:   # None: not made, which fails nothing
+                err, passed = check["max_rel_error"], check["passed"]
+            if passed is False:
+                error = check["message"]
         if not np.isfinite(loss):
             return float("inf"), False, f"the loss is {loss} at {kind} step {index}: training diverged"
         return err, passed, error
@@ -120,10 +145,14 @@ class Training:
         """The coupling's gradients and weights after its first step against the same
         step(s) taken in eager PyTorch on the same data."""
         state = coupling.state() if hasattr(coupling, "state") else None
-        if state is None or self.initial is None:
-            return {"check": "gradients", "passed": True, "max_rel_error": 0.0,
-                    "tolerance": self.tolerance,
-                    "message": "not checked: the coupling does not expose its parameters"}
+        if self.initial is None:   # a user's bridge module: couplescope has no model of it
+            return {"check": "gradients", "passed": None, "max_rel_error": None, "tolerance": self.tolerance,
+                    "message": "not made: it needs a reference, the same first step taken in eager "
+                               "PyTorch on the module's model, and couplescope has no model of a "
+                               "user's module (docs/bridge.md)"}
+        if state is None:
+            return {"check": "gradients", "passed": None, "max_rel_error": None, "tolerance": self.tolerance,
+                    "message": "not made: the coupling does not expose its parameters"}
         reference = reference_step(self.initial, self.first_data, self.calls, self.spec,
                                    self.optimizer, self.lr, self.allreduce)
         worst, where = 0.0, "every tensor"
@@ -156,14 +185,29 @@ class Training:
     # -- at the end --------------------------------------------------------------------
     def finish(self, coupling) -> dict:
         """The learning task's check and the summary results.json keeps under "training"."""
-        predict = self.predictor(coupling)
-        final = self.task.final_check(predict, self.losses) if predict is not None or \
-            isinstance(self.task, RandomTarget) else self.losses.well_below()
+        final = self.not_judged()
+        if final is None:
+            predict = self.predictor(coupling)
+            final = self.task.final_check(predict, self.losses) if predict is not None or \
+                isinstance(self.task, RandomTarget) else self.losses.well_below()
         saved = self.save(coupling)
         return {"task": self.task.name, "optimizer": self.optimizer, "lr": self.lr,
                 "loss": self.spec.loss, "train_call": self.spec.train_call, "steps": self.losses.steps,
                 "gradient_check": self.gradient_check, "final_check": final,
+                **({"done_at": {**self.done_at, "honoured": self.honours_done}} if self.done_at else {}),
                 **({"saved_model": saved} if saved else {})}
+
+    def not_judged(self) -> dict | None:
+        """The final check's result when fewer steps were made than the learning task
+        needs (`--iterations 10` of SimpleNet's 10 000): not judged, and what to do about
+        it, rather than FAILED for steps the user never asked to be enough."""
+        needed, made = self.steps_needed, self.losses.steps
+        if not needed or made >= needed:
+            return None
+        grouped = f"{needed:,}".replace(",", " ")   # 10 000
+        return {"check": "learning task", "passed": None, "max_rel_error": None, "tolerance": None,
+                "steps_needed": needed,
+                "message": f"not judged: {made} of the ~{grouped} steps it needs; use --iterations {needed}"}
 
     def predictor(self, coupling):
         """A function running the trained model (the coupling's weights in a copy of the

@@ -88,6 +88,12 @@ class Workload:
     train_lr: float = 0.01
     #: why --task train cannot train this model (None: it can)
     untrainable: str | None = None
+    #: the steps --task train makes when --iterations is not given: what the model's
+    #: learning task needs before its check can pass (SimpleNet: example 11's 10 000). None:
+    #: the default --iterations is enough. Fewer steps leave the task's check not judged
+    #: (worker/training_checks.py). A constant, so the parent reads it without torch
+    #: (workloads/model_info.py).
+    train_steps: int | None = None
 
     # -- what subclasses provide -------------------------------------------------------
     def build(self, size: int, dtype: str, seed: int):
@@ -136,6 +142,12 @@ class Workload:
         from couplescope.workloads.learning_tasks import SyntheticTarget
 
         return SyntheticTarget(expected)
+
+    def expected_for_training(self, module, arrays: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
+        """What --task train needs of the reference output: the outputs' shapes and dtypes
+        (the targets take them) and, for a learning task made from it, its values. The
+        reference output itself, unless a user's module has none (user_models.py)."""
+        return self.expected(module, arrays, size)
 
     def expected(self, module, arrays: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
         """The reference output of every call: the eager model run once in plain PyTorch on

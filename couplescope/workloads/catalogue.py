@@ -65,6 +65,20 @@ def check_model_name(model: str) -> None:
                          "or a path to a .pt TorchScript file or a .py bridge module")
 
 
+def train_steps(model: str) -> int | None:
+    """The steps --task train makes for `model` when --iterations is not given: the
+    Workload's `train_steps` (what its learning task needs to be judged), read from the
+    model's file without importing torch where it can be. None: the default --iterations
+    (a user's file has no learning task to judge)."""
+    check_model_name(model)
+    if is_user_model(model):
+        return None
+    from couplescope.workloads import model_info
+
+    described = model_info.info(f"{MODELS_PACKAGE}.{model.replace('-', '_')}")
+    return described["train_steps"] if described is not None else load(model).train_steps
+
+
 def load(model: str, input_shape=None, dtype=None):
     """Return the Workload for a catalogue name or a user file (imports torch)."""
     check_model_name(model)

@@ -62,6 +62,21 @@ class LossHistory:
         if len(self.last) > ENDS:
             self.last.pop(0)
 
+    def went_down(self) -> dict:
+        """The check that needs no model and no reference (a user's own module): the last
+        steps' mean loss below the first steps'. How far it must fall is the module's own
+        business, so any fall passes; a loss that stayed or rose fails."""
+        if self.steps < 2 * ENDS:
+            return {"check": "loss went down", "passed": None, "max_rel_error": None, "tolerance": None,
+                    "message": f"not judged: {self.steps} steps (the check compares the first "
+                               f"{ENDS} with the last {ENDS})"}
+        first, last = float(np.mean(self.first)), float(np.mean(self.last))
+        passed = bool(np.isfinite(first) and np.isfinite(last) and last < first)
+        return {"check": "loss went down", "passed": passed, "max_rel_error": None, "tolerance": None,
+                "first_loss": first, "last_loss": last,
+                "message": f"mean loss of the last {ENDS} steps {last:.4E}, of the first {ENDS} "
+                           f"{first:.4E} ({'lower' if passed else 'not lower'})"}
+
     def well_below(self) -> dict:
         """The generic check: the last steps' mean loss at most LEARNT_FRACTION of the first's."""
         if self.steps < 2 * ENDS:
@@ -124,10 +139,20 @@ class RandomTarget(LearningTask):
                            "are checked"}
 
 
+class ModuleRandomTarget(RandomTarget):
+    """A user's bridge module without make_targets(inputs): a fixed random target of its
+    output's shape (the shape reference(inputs) gives, or, for a module without one, as
+    pytorch-fortran's modules are, the shape of its first input). Judged by what needs no
+    reference: finite losses and the loss going down."""
+
+    def final_check(self, predict, losses):
+        return losses.went_down()
+
+
 class ModuleTargets(LearningTask):
     """A user's bridge module that defines make_targets(inputs): its targets, fixed (its
-    inputs stay as made). No learning task is judged; the gradient check (when the module
-    has state()) and finite losses are."""
+    inputs stay as made). Judged by what needs no reference: finite losses and the loss
+    going down (the module's task is its own)."""
 
     name = "the module's make_targets(inputs)"
 
@@ -149,7 +174,5 @@ class ModuleTargets(LearningTask):
         return out
 
     def final_check(self, predict, losses):
-        return RandomTarget.final_check(self, predict, losses) | {
-            "message": "a user's module has no learning task: its finite losses (and, with state(), "
-                       "its first step's gradients) are checked"}
+        return losses.went_down()
 

@@ -146,6 +146,20 @@ class BridgeModuleWorkload(UserFileWorkload):
         raise UsageError(f"bridge module {self.path} has no reference(inputs) function; "
                          "couplescope needs one to check the coupled output (see docs/bridge.md)")
 
+    def expected_for_training(self, module, arrays, size):
+        """A module trained without reference(inputs), as pytorch-fortran's modules are (its
+        ftn_pytorch_train has no reference to check against): the target's shape is what
+        make_targets(inputs) returns, else its first input's, since nothing else says what
+        the model outputs (docs/bridge.md). The values are never read: no learning task
+        is made from them."""
+        if callable(getattr(module, "reference", None)):
+            return self.expected(module, arrays, size)
+        names = self.calls(size)[0].inputs
+        first = arrays[names[0]]
+        maker = getattr(module, "make_targets", None)
+        shape = np.shape(maker(tuple(arrays[n] for n in names))) if callable(maker) else first.shape
+        return {"y": np.zeros(shape, dtype=first.dtype)}
+
 
 class ModelModuleWorkload(BridgeModuleWorkload):
     """A .py module that makes the model: make_model(size, dtype, seed) -> nn.Module."""

@@ -37,9 +37,11 @@ class NativeBatchRunner(BatchRunner):
         for row, error, extra in zip(rows, errors, extras):
             extra = dict(extra or {})   # what the host's own Python timed (a bridge module)
             loss = extra.pop("step_loss", None)   # a training step's loss (not its phase)
+            done = extra.pop("step_done", False)  # its train call said training is complete
             phases = extra
             for name, value in zip(self.phase_names, row[1:]):
                 if value:
                     phases[name] = phases.get(name, 0.0) + value
-            raw.append((row[0], phases, error, {} if loss is None else {"loss": loss}))
+            raw.append((row[0], phases, error, ({} if loss is None else {"loss": loss})
+                        | ({"done": True} if done else {})))
         return raw, (failure, failed_after) if failure else None

@@ -230,7 +230,8 @@ class EmbeddedHost {
   // clock's reset, which returns the phases the module timed during that call
   // With `returns_loss` (a training step: train(inputs, target)) the value the function
   // returns is read back as the step's loss: a float, or (done, loss) as pytorch-fortran's
-  // ftn_pytorch_train returns (is_completed, loss).
+  // ftn_pytorch_train returns (is_completed, loss); a true `done` ends the batch after its
+  // step, as a Fortran caller stops calling train once it is told training is complete.
   EmbeddedHost(py::object module, std::string function, std::vector<Call> calls, py::object after,
                bool returns_loss)
       : module_(std::move(module)), function_(std::move(function)), after_(std::move(after)),
@@ -265,20 +266,31 @@ class EmbeddedHost {
   static constexpr int kPhases = 2;
 
   // After each call of a batch: what the module's phase clock timed, and a training step's
-  // loss (the mean over the iteration's calls).
+  // loss (the mean over the iteration's calls) and whether its train call said done.
   py::object after_call() {
     py::object phases = after_.is_none() ? py::object(py::dict()) : after_();
     if (returns_loss_) {
       py::dict extra(phases);
       last_loss_ = take_loss();
       extra["step_loss"] = last_loss_;
+      last_done_ = said_done();
+      if (last_done_) extra["step_done"] = true;
       return std::move(extra);
     }
     return phases;
   }
 
-  // A training step whose loss is not finite ends the batch (as on the training host).
-  bool batch_ends() const { return returns_loss_ && !std::isfinite(last_loss_); }
+  // A training step whose loss is not finite ends the batch (as on the training host), and
+  // so does one whose train call said training is complete.
+  bool batch_ends() const { return returns_loss_ && (!std::isfinite(last_loss_) || last_done_); }
+
+  // Whether a train call since the last look returned done = true, and forget it (the
+  // python side's one-call path; a batch reads it through after_call()).
+  bool said_done() {
+    const bool done = done_;
+    done_ = false;
+    return done;
+  }
 
   // The losses the calls since the last look returned, and forget them (the python side).
   py::list losses() {
@@ -326,11 +338,16 @@ class EmbeddedHost {
       t0 = Clock::now();
       bool bad_loss = false;
       if (returns_loss_ && result) {  // the loss, as a forpy caller unpacks the return value
-        PyObject* item = (PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 2)
-                             ? PyTuple_GET_ITEM(result, 1) : result;
+        const bool pair = PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 2;
+        PyObject* item = pair ? PyTuple_GET_ITEM(result, 1) : result;
         const double value = PyFloat_AsDouble(item);
         bad_loss = value == -1.0 && PyErr_Occurred();
         if (!bad_loss) losses_.push_back(value);
+        if (!bad_loss && pair) {  // done, as pytorch-fortran casts is_completed to a bool
+          const int truth = PyObject_IsTrue(PyTuple_GET_ITEM(result, 0));
+          bad_loss = truth < 0;
+          if (truth > 0) done_ = true;
+        }
       }
       Py_XDECREF(result);
       Py_XDECREF(args);
@@ -393,6 +410,8 @@ class EmbeddedHost {
   py::object after_;
   bool returns_loss_;
   double last_loss_ = 0;  // the last step's loss, as after_call() handed it back
+  bool done_ = false;       // a train call said done since the last look
+  bool last_done_ = false;  // the last step of a batch said done (it ends the batch)
   py::object asarray_;
   std::vector<BufferCall> calls_;
   std::vector<double> losses_;
@@ -419,6 +438,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init<py::object, std::string, std::vector<Call>, py::object, bool>())
       .def("call", &EmbeddedHost::call)
       .def("losses", &EmbeddedHost::losses)
+      .def("said_done", &EmbeddedHost::said_done)
       .def("call_batch", &run_batch<EmbeddedHost>);
   register_aoti(m);
   register_train(m);

@@ -30,7 +30,9 @@ def training_lines(training: dict | None, variant) -> list[str]:
         return []
     lines = []
     gradient = training.get("gradient_check") or {}
-    if gradient:
+    if gradient.get("passed") is None and gradient:   # not made: said, neither PASSED nor FAILED
+        lines.append(f"gradients: {gradient.get('message', '')}")
+    elif gradient:
         word = "PASSED" if gradient.get("passed") else "FAILED"
         lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
     losses = [it["loss"] for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
@@ -38,6 +40,9 @@ def training_lines(training: dict | None, variant) -> list[str]:
         lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
                      f"({training.get('steps', len(losses))} steps, {training.get('optimizer')} "
                      f"lr {training.get('lr', 0):g})")
+    done = training.get("done_at")
+    if done:
+        lines.append(done_line(done))
     final = training.get("final_check") or {}
     if final.get("passed") is not None:
         word = "PASSED" if final["passed"] else "FAILED"
@@ -50,5 +55,27 @@ def training_lines(training: dict | None, variant) -> list[str]:
     elif final.get("message"):
         lines.append(f"training: {final['message']}")
     if training.get("saved_model"):
-        lines.append(f"trained model saved (TorchScript): {training['saved_model']}")
+        lines.append(saved_line(training["saved_model"], gradient.get("passed") is not False
+                                and final.get("passed")))
     return lines
+
+
+def done_line(done: dict) -> str:
+    """Where a bridge module's train call said training is complete (pytorch-fortran's
+    is_completed), and whether the steps ended there."""
+    where = f"{'warm-up' if done.get('kind') == 'warmup' else done.get('kind')} step {done.get('index')}"
+    if done.get("honoured", True):
+        return f"training: the module said done (training complete) at {where}; no step was made after it"
+    return (f"training: rank 0's module said done (training complete) at {where}; the ranks step "
+            "together, so the steps went on")
+
+
+def saved_line(path: str, learnt) -> str:
+    """Where --save-model wrote the model, and whether it is a trained one: a check that
+    failed, or a learning task not judged, is said on the same line (True: the checks
+    passed; False: one failed; None: not judged)."""
+    if learnt:
+        return f"trained model saved (TorchScript): {path}"
+    if learnt is None:
+        return f"model saved (TorchScript), its learning not judged (above): {path}"
+    return f"model saved (TorchScript) after a FAILED check (above), not a trained one: {path}"
