@@ -71,6 +71,19 @@ def test_verbose_prints_every_check_and_quiet_only_the_failures():
     assert "more checks PASSED" not in out
 
 
+def test_each_rank_of_a_small_job_prints_its_first_checks():
+    """Two ranks print their own lines, as FTorch's MPI example: each its first 5."""
+    evs = replay.read(os.path.join(FIXTURES, "mpi.jsonl"))
+    out = io.StringIO()
+    shown = HeadlessPrinter(1, out=out, err=io.StringIO())
+    pipeline.run(replay.Recording(evs).request(), [shown], workers=replay.replayer(evs))
+    shown.close()
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("PASSED :: [check iteration")]
+    assert [line.split()[4:7] for line in lines] == [[str(i), "on", "rank"] for i in range(1, 6) for _ in (0, 1)]
+    assert [line.split()[7] for line in lines] == ["0", "1"] * 5
+    assert "2 more checks PASSED (--verbose prints every one)" in out.getvalue()
+
+
 def test_quiet_and_verbose_together_are_refused_in_one_line(command):
     r = command("--model", "simplenet", "--quiet", "--verbose")
     assert r.returncode == 2

@@ -118,7 +118,8 @@ def test_trace_summary_is_stored_and_printed(run):
                    for op in summary["top_operators"])
         assert summary["gpu"] is None
     assert stdout.count("trace: top operators by self time: ") == len(VARIANTS)
-    assert stdout.count("trace: time per phase (per iteration): ") == len(VARIANTS)
+    assert stdout.count("trace: time per phase under the profiler (per iteration; not the timings): ") \
+        == len(VARIANTS)
     assert f"traces: couplescope --tensorboard {run[0]}" in stdout
 
 

@@ -5,8 +5,9 @@ A line per timed check made a 10 000-step training run print 10 028 lines, and a
 of four such variants 40 112 (issue 30): the lines after the first few repeat PASSED
 and say nothing a count does not. So a variant prints its first FIRST checks that
 passed, every check that failed (with its message), and at its end one line counting
-the passed checks it did not print ("9 995 more steps PASSED"). `--verbose` prints
-every line, `--quiet` only the failures (and no count). Every check is still made and
+the passed checks it did not print ("9 995 more steps PASSED"); each rank of a job
+whose ranks print their own lines (up to 8, as FTorch's MPI example) shows its first
+FIRST, and a job of more ranks its first FIRST steps. `--verbose` prints every line, `--quiet` only the failures (and no count). Every check is still made and
 kept: results.json and events.jsonl hold them all.
 
 The work per check stays a dictionary look-up and an addition: a batch of calls that all
@@ -32,24 +33,24 @@ class CheckLines:
         self.verbose = verbose
         self.quiet = quiet
         self.first = 0 if quiet else FIRST
-        self._shown: dict[str, int] = {}
-        self._counted: dict[str, int] = {}
+        self._shown: dict[tuple, int] = {}    # (variant, rank) -> passed lines printed
+        self._counted: dict[str, int] = {}    # variant -> passed lines not printed
 
-    def count_batch(self, variant: str, count: int) -> bool:
-        """`count` checks that all passed: True when none of their lines is to print
-        (they are counted); False when the caller must go through them one by one."""
-        if self.verbose or self._shown.get(variant, 0) < self.first:
+    def count_batch(self, variant: str, count: int, rank: int | None = None) -> bool:
+        """`count` checks (of one rank) that all passed: True when none of their lines is
+        to print (they are counted); False when the caller must go through them one by one."""
+        if self.verbose or self._shown.get((variant, rank), 0) < self.first:
             return False
         self._counted[variant] = self._counted.get(variant, 0) + count
         return True
 
-    def shows(self, variant: str, passed: bool) -> bool:
+    def shows(self, variant: str, passed: bool, rank: int | None = None) -> bool:
         """Whether one check's line prints; a passed one that does not is counted."""
         if self.verbose or not passed:
             return True
-        shown = self._shown.get(variant, 0)
+        shown = self._shown.get((variant, rank), 0)
         if shown < self.first:
-            self._shown[variant] = shown + 1
+            self._shown[(variant, rank)] = shown + 1
             return True
         self._counted[variant] = self._counted.get(variant, 0) + 1
         return False

@@ -208,7 +208,7 @@ class HeadlessPrinter(Listener):
         only counted (the parent's work stays proportional to what is shown). A job of
         many ranks goes call by call: its lines are steps made of every rank's call."""
         if (ev.kind == "timed" and ev.variant not in self._steps and all(ev.passed)
-                and self.checks.count_batch(ev.variant, len(ev.passed))):
+                and self.checks.count_batch(ev.variant, len(ev.passed), ev.rank)):
             self._running_next(ev.variant, "timed", ev.last_index)
             return
         for call in ev.calls:
@@ -221,7 +221,7 @@ class HeadlessPrinter(Listener):
             self._on_rank_call(ev, steps)
             return
         if ev.kind == "timed":
-            if self.checks.shows(v, ev.passed):
+            if self.checks.shows(v, ev.passed, ev.rank):
                 self.print(self._check_line(ev))
             self._running_next(v, "timed", ev.index)
         elif ev.kind == "warmup":
