@@ -46,6 +46,17 @@ def printed(specs, script=None, **printer):
     return outcome, out.getvalue()
 
 
+def replayed(name: str) -> str:
+    """What the printer prints of a recorded real run (tests/fixtures/NAME.jsonl)."""
+    evs = replay.read(os.path.join(FIXTURES, f"{name}.jsonl"))
+    recording = replay.Recording(evs)
+    out = io.StringIO()
+    shown = HeadlessPrinter(len(recording.specs), out=out, err=io.StringIO())
+    pipeline.run(recording.request(), [shown], workers=replay.replayer(evs))
+    shown.close()
+    return out.getvalue()
+
+
 SPEC = RunSpec(model="simplenet", name="v", warmup=1, iterations=20, profile_iterations=0)
 
 
@@ -73,15 +84,11 @@ def test_verbose_prints_every_check_and_quiet_only_the_failures():
 
 def test_each_rank_of_a_small_job_prints_its_first_checks():
     """Two ranks print their own lines, as FTorch's MPI example: each its first 5."""
-    evs = replay.read(os.path.join(FIXTURES, "mpi.jsonl"))
-    out = io.StringIO()
-    shown = HeadlessPrinter(1, out=out, err=io.StringIO())
-    pipeline.run(replay.Recording(evs).request(), [shown], workers=replay.replayer(evs))
-    shown.close()
-    lines = [line for line in out.getvalue().splitlines() if line.startswith("PASSED :: [check iteration")]
+    out = replayed("mpi")
+    lines = [line for line in out.splitlines() if line.startswith("PASSED :: [check iteration")]
     assert [line.split()[4:7] for line in lines] == [[str(i), "on", "rank"] for i in range(1, 6) for _ in (0, 1)]
     assert [line.split()[7] for line in lines] == ["0", "1"] * 5
-    assert "2 more checks PASSED (--verbose prints every one)" in out.getvalue()
+    assert "2 more checks PASSED (--verbose prints every one)" in out
 
 
 def test_quiet_and_verbose_together_are_refused_in_one_line(command):
@@ -94,12 +101,8 @@ def test_quiet_and_verbose_together_are_refused_in_one_line(command):
 def test_the_profilers_phase_times_are_said_to_be_the_profilers_and_follow_the_timings():
     """The trace's time per phase (10-50 times the timed phases of a microsecond model)
     sat above the timings with nothing to say it was measured under the profiler."""
-    evs = replay.read(os.path.join(FIXTURES, "two-backends.jsonl"))
-    out = io.StringIO()
-    shown = HeadlessPrinter(2, out=out, err=io.StringIO())
-    pipeline.run(replay.Recording(evs).request(), [shown], workers=replay.replayer(evs))
-    shown.close()
-    lines = out.getvalue().splitlines()
+    out = replayed("two-backends")
+    lines = out.splitlines()
     traced = [i for i, line in enumerate(lines)
               if line.startswith("trace: time per phase under the profiler (per iteration; not the timings): ")]
     timed = [i for i, line in enumerate(lines) if line.startswith("median per phase: ")]
@@ -110,12 +113,8 @@ def test_the_profilers_phase_times_are_said_to_be_the_profilers_and_follow_the_t
 
 def test_a_rank_on_a_machine_without_a_gpu_names_no_gpu():
     """The MPI rank table said `cpu (gpu 0)` on a machine with no GPU."""
-    evs = replay.read(os.path.join(FIXTURES, "nodes.jsonl"))
-    out = io.StringIO()
-    shown = HeadlessPrinter(1, out=out, err=io.StringIO())
-    pipeline.run(replay.Recording(evs).request(), [shown], workers=replay.replayer(evs))
-    shown.close()
-    table = out.getvalue().split("per rank (timed iterations):")[1]
+    out = replayed("nodes")
+    table = out.split("per rank (timed iterations):")[1]
     assert "(gpu" not in table and " cpu " in table
     iterations = [{"index": 1, "kind": "timed", "seconds": 1e-3, "phases": {}, "max_rel_error": 0.0,
                    "passed": True, "rank": r} for r in (0, 1)]
