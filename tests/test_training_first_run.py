@@ -43,7 +43,8 @@ def test_training_makes_the_steps_the_models_task_needs_unless_told():
 def test_help_says_what_training_makes_by_default(command):
     r = command("--help")
     assert r.returncode == 0
-    assert "--task train: the steps the model's learning task" in " ".join(r.stdout.split())
+    assert ("--task train: optimizer steps, by default the steps the model's learning task needs "
+            "(simplenet 10000" in " ".join(r.stdout.split()))
 
 
 @pytest.mark.e2e

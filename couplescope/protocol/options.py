@@ -123,9 +123,9 @@ OPTIONS: tuple[Option, ...] = (
     # how to measure
     Option("warmup", int, 1, "warm-up iterations, checked and reported but never in the statistics",
            _HOW, low=0, metavar="N", label="warm-up"),
-    Option("iterations", int, 10, "timed iterations (--task train: optimizer steps)", _HOW, low=1,
-           metavar="N", default_text="10; --task train: the steps the model's learning task needs "
-                                     "(simplenet 10000)"),
+    Option("iterations", int, 10, "timed iterations; --task train: optimizer steps, by default the "
+           "steps the model's learning task needs (simplenet 10000, as FTorch's example 11)", _HOW,
+           low=1, metavar="N"),
     Option("threads", int, None, "torch intra-op threads in the worker", _HOW, low=1, metavar="N",
            default_text="torch's own"),
     Option("seed", int, 0, "seed for weights and inputs", _HOW, low=0, metavar="N"),
