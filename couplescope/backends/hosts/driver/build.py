@@ -1,8 +1,8 @@
 """A library host's driver compiled with the user's compiler against their library, cached.
 
 The driver's sources (the static couplescope_shared.f90, the program written for the
-variant's signature, a CMakeLists.txt) are copied into a cache directory named by a key
-over everything that changes what is built: the compiler (its path and `--version`), the
+variant's signature, the host's CMakeLists.txt from fortran/<host>.cmake) are copied into
+a cache directory named by a key over everything that changes what is built: the compiler (its path and `--version`), the
 flags (FFLAGS, as CMake reads them), the library's install (its package config files and
 the library files beside them, by name, size and modification time), the sources' text,
 and cmake's version. CMake configures and builds it there; the executable's path is
@@ -110,6 +110,18 @@ def facts(directory: str) -> dict:
     except OSError:
         pass
     return out
+
+
+def driver_files(cmake_lists: str, program_text: str, *static: str) -> dict:
+    """A driver's sources: the generated program (driver.f90), the host's CMakeLists.txt
+    (fortran/<cmake_lists>) and our static Fortran (couplescope_shared.f90, and the host's
+    own files named in `static`)."""
+    files = {"driver.f90": program_text}
+    for name, source in (("couplescope_shared.f90", "couplescope_shared.f90"), ("CMakeLists.txt", cmake_lists),
+                         *((name, name) for name in static)):
+        with open(os.path.join(FORTRAN_DIR, source)) as f:
+            files[name] = f.read()
+    return files
 
 
 class DriverBuildError(UsageError):

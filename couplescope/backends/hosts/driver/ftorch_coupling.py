@@ -16,7 +16,7 @@ import zipfile
 
 from couplescope.backends.hosts.driver import ftorch_install as ftorch
 from couplescope.backends.hosts.driver import ftorch_program as program
-from couplescope.backends.hosts.driver.build import FORTRAN_DIR, DriverBuild
+from couplescope.backends.hosts.driver.build import DriverBuild, driver_files
 from couplescope.backends.hosts.driver.library_coupling import LibraryCoupling
 from couplescope.protocol.errors import UsageError
 
@@ -68,10 +68,7 @@ class FTorchCoupling(LibraryCoupling):
         config, _ = ftorch.find_config(spec)
         if config is None:
             raise UsageError(ftorch.NOT_FOUND)
-        files = {"driver.f90": program.program(self.sig)}
-        for name in ("couplescope_shared.f90", "CMakeLists.txt"):
-            with open(os.path.join(FORTRAN_DIR, name)) as f:
-                files[name] = f.read()
+        files = driver_files("ftorch.cmake", program.program(self.sig))
         return DriverBuild(host="ftorch", files=files, compiler=ftorch.fortran_compiler(spec),
                            cmake_args=[f"-DFTorch_DIR={config}"], identity_files=ftorch.install_files(config),
                            what="the ftorch driver")
