@@ -60,6 +60,20 @@ class DriverBuild:
         return f"{safe}-{digest.hexdigest()[:16]}"
 
 
+def fortran_compiler(spec=None) -> str:
+    """--fc, else $FC, else gfortran (what CMake would take)."""
+    return (getattr(spec, "fc", None) if spec is not None else None) or os.environ.get("FC") or "gfortran"
+
+
+def missing_compiler(spec=None) -> str | None:
+    """Why the driver's Fortran compiler cannot be run, in one line, or None."""
+    fc = fortran_compiler(spec)
+    if shutil.which(fc) is None:
+        named = "--fc " + fc if getattr(spec, "fc", None) else ("FC=" + fc if os.environ.get("FC") else fc)
+        return f"no Fortran compiler ({named} not found; install gfortran or pass --fc)"
+    return None
+
+
 def compiler_identity(command: str) -> tuple[str | None, str]:
     """(resolved path or None, first line of `--version`) of a compiler command."""
     path = shutil.which(command)

@@ -94,7 +94,10 @@ class ProgramParts:
     #: the subroutine copy_state(grads) that "state" and "weights" call, comments first
     copy_state: list = field(default_factory=list)
     cleanup: list = field(default_factory=list)    # after "quit"
-    after_iteration: list = field(default_factory=list)   # in the batch loop, after the snapshots
+    #: in the batch loop after an iteration's snapshots (`exit` ends the batch early)
+    after_iteration: list = field(default_factory=list)
+    #: after the batch loop: the answer (default "done <made>")
+    finish_batch: list = field(default_factory=list)
     contains: list = field(default_factory=list)   # more internal procedures
 
 
@@ -181,8 +184,7 @@ def skeleton(parts: ProgramParts) -> str:
         "        call system_clock(now)",
         "        if (clock_seconds(began, now, rate) > budget) exit",
         "      end do",
-        "      write(text, \"(I0)\") made",
-        "      call reply(\"done \"//trim(text))",
+        *(parts.finish_batch or ["      write(text, \"(I0)\") made", "      call reply(\"done \"//trim(text))"]),
         "    case (\"state\", \"weights\")",
         "      call copy_state(trim(word) == \"state\")",
         "      call reply(\"state\")",

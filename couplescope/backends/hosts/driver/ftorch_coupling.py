@@ -75,21 +75,9 @@ class FTorchCoupling(LibraryCoupling):
 
     def config(self) -> str:
         ctx, f = self.ctx, self.file
-        calls = []
-        for c, call in enumerate(ctx.calls):
-            out = ctx.outputs[call.output]
-            target = ((f.offsets[f"target:{call.output}"], out.shape) if self.training else None)
-            calls.append(([(f.offsets[f"in:{n}"], ctx.arrays[n].shape) for n in call.inputs],
-                          (f.offsets[f"out:{call.output}"], out.shape), target,
-                          (f.offsets[f"nan:{call.output}"], f.offsets[f"snap:{call.output}"], out.nbytes),
-                          f.offsets[f"loss:{c}"] if self.training else None))
-        feeds, params = [], []
-        if self.training:
-            feeds = [(f.offsets[f"in:{n}"], f.offsets[f"rows:in:{n}"], a.nbytes) for n, a in ctx.arrays.items()]
-            feeds += [(f.offsets[f"target:{n}"], f.offsets[f"rows:target:{n}"], a.nbytes)
-                      for n, a in ctx.extra["targets"].items()]
-            params = [(f.offsets[f"weight:{i}"], f.offsets[f"grad:{i}"], p.dtype.name, p.shape)
-                      for i, p in enumerate(self.parameters())]
+        calls, feeds = self.array_config()
+        params = [(f.offsets[f"weight:{i}"], f.offsets[f"grad:{i}"], p.dtype.name, p.shape)
+                  for i, p in enumerate(self.parameters())]
         return program.config_text(os.path.abspath(ctx.torchscript_path), f.total, self.capacity,
                                    f.offsets["timings"], f.offsets["losses"], ctx.spec.layout,
                                    ctx.extra.get("optimizer") or "sgd", float(ctx.extra.get("lr") or 0.0),

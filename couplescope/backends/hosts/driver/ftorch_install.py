@@ -12,6 +12,11 @@ import glob
 import os
 import shutil
 
+from couplescope.backends.hosts.driver.build import fortran_compiler, missing_compiler
+
+__all__ = ["CONFIG_NAME", "NOT_FOUND", "find_config", "install_files", "library_version", "fortran_compiler",
+           "missing_tools"]
+
 CONFIG_NAME = "FTorchConfig.cmake"
 NOT_FOUND = "FTorch not found: pass --ftorch-dir PREFIX or set FTorch_DIR"
 
@@ -65,16 +70,6 @@ def library_version(config_dir: str) -> str:
     return ""
 
 
-def fortran_compiler(spec=None) -> str:
-    """--fc, else $FC, else gfortran (what CMake would take)."""
-    return (getattr(spec, "fc", None) if spec is not None else None) or os.environ.get("FC") or "gfortran"
-
-
 def missing_tools(spec=None) -> str | None:
-    fc = fortran_compiler(spec)
-    if shutil.which(fc) is None:
-        named = "--fc " + fc if getattr(spec, "fc", None) else ("FC=" + fc if os.environ.get("FC") else fc)
-        return f"no Fortran compiler ({named} not found; install gfortran or pass --fc)"
-    if shutil.which("cmake") is None:
-        return "cmake not found (FTorch's package config is read by CMake)"
-    return None
+    return missing_compiler(spec) or (None if shutil.which("cmake") else
+                                      "cmake not found (FTorch's package config is read by CMake)")

@@ -19,7 +19,7 @@ import numpy as np
 from couplescope.backends.base import Coupling
 from couplescope.backends.batch import BATCH_SECONDS, MAX_BATCH, MAX_SNAPSHOT_BYTES, BatchRunner
 from couplescope.backends.hosts.driver.build import DriverBuild, ensure_built, facts
-from couplescope.backends.hosts.driver.process import DriverEnded, DriverProcess, driver_env
+from couplescope.backends.hosts.driver.process import DriverEnded, DriverProcess, DriverRaised, driver_env
 from couplescope.backends.hosts.driver.shared_file import SharedFile
 
 
@@ -36,6 +36,8 @@ class LibraryCoupling(Coupling):
     host = ""
     #: the phases of a timings row after its whole, in order
     phases: tuple[str, ...] = ()
+    #: what the driver prints on stderr also goes to the run's output (a Python module's print())
+    echo_output = False
 
     @property
     def not_profiled(self) -> str:
@@ -74,7 +76,7 @@ class LibraryCoupling(Coupling):
         self.timings = self.file.bytes("timings", self.capacity, 8 * (1 + len(self.phases))).view(np.float64)
         self.step_losses = self.file.array("losses", (self.capacity,), np.float64)
         self.driver = DriverProcess([self.executable, self.file.path, self.config_path],
-                                    driver_env(ctx.spec.threads), f"the {self.host} driver")
+                                    self.driver_environment(), f"the {self.host} driver", self.echo_output)
         if not ctx.spec.reload_every_call:
             self.call_batch = DriverBatchRunner(self)
 
@@ -87,6 +89,14 @@ class LibraryCoupling(Coupling):
 
     def load_failure(self, error: str) -> Exception:
         return RuntimeError(error)
+
+    def driver_environment(self) -> dict:
+        return driver_env(self.ctx.spec.threads)
+
+    def raised(self, text: str) -> None:
+        """A call that raised (the driver answered "raised 0 TEXT"): the engine's error,
+        raised here, or (a host that says so) the call's output_error."""
+        raise RuntimeError(text)
 
     def library_facts(self) -> dict:
         """What the host knows of the library beyond what CMake wrote (its name, version)."""
@@ -132,6 +142,29 @@ class LibraryCoupling(Coupling):
         f.add("timings", self.capacity * 8 * (1 + len(self.phases)))
         f.add("losses", self.capacity * 8)
 
+    def array_config(self) -> tuple[list, list]:
+        """(calls, feeds) as driver_program.config_text takes them: per workload call its
+        inputs', output's and target's (offset, shape), its NaN pattern, snapshots and
+        bytes, its loss buffer; per fed array its offset, its rows' offset and bytes. A
+        training step's outputs are neither reset nor kept (0 bytes): only its loss,
+        weights and gradients are checked."""
+        ctx, f = self.ctx, self.file
+        calls = []
+        for c, call in enumerate(ctx.calls):
+            out = ctx.outputs[call.output]
+            target = ((f.offsets[f"target:{call.output}"], out.shape) if self.training else None)
+            calls.append(([(f.offsets[f"in:{n}"], ctx.arrays[n].shape) for n in call.inputs],
+                          (f.offsets[f"out:{call.output}"], out.shape), target,
+                          (f.offsets[f"nan:{call.output}"], f.offsets[f"snap:{call.output}"],
+                           0 if self.training else out.nbytes),
+                          f.offsets[f"loss:{c}"] if self.training else None))
+        feeds = []
+        if self.training:
+            feeds = [(f.offsets[f"in:{n}"], f.offsets[f"rows:in:{n}"], a.nbytes) for n, a in ctx.arrays.items()]
+            feeds += [(f.offsets[f"target:{n}"], f.offsets[f"rows:target:{n}"], a.nbytes)
+                      for n, a in ctx.extra["targets"].items()]
+        return calls, feeds
+
     def parameters(self) -> list:
         """The eager model's parameters as numpy arrays (shapes and dtypes of what the
         driver's model holds, in its parameters() order)."""
@@ -158,9 +191,14 @@ class LibraryCoupling(Coupling):
             raise self.load_failure(str(exc)) from None
         self.loaded_rss = self.driver.resident_bytes()
 
-    def call(self) -> float:
+    def call(self) -> float | None:
         """One iteration (the engine reset the outputs or filled the step's data)."""
-        self.driver.ask("call 1 0 0", "done")
+        try:
+            self.driver.ask("call 1 0 0", "done")
+        except DriverRaised as exc:
+            self.calls_made += 1
+            self.raised(exc.text)
+            return float(self.timings[0][0])   # the call that raised, timed as any other
         self.calls_made += 1
         row = self.timings[0]
         phases = self.ctx.clock.phases
@@ -236,8 +274,11 @@ class DriverBatchRunner(BatchRunner):
             for key, (array, buffer) in rows.items():
                 coupling.file.bytes(f"rows:{key}", self.capacity, array.nbytes)[:count] = buffer
             feed = 1 if rows else 0
+        failure = None
         try:
             made = int(coupling.driver.ask(f"batch {count} {BATCH_SECONDS!r} {feed}", "done"))
+        except DriverRaised as exc:   # iteration made + 1 raised (its row timed): the batch ends there
+            made, failure = exc.made, (exc.text, float(coupling.timings[exc.made][0]))
         except DriverEnded as exc:
             if self.feeder is not None:
                 self.feeder.unfill(count)
@@ -251,4 +292,4 @@ class DriverBatchRunner(BatchRunner):
             phases = {name: float(v) for name, v in zip(coupling.phases, row[1:]) if v}
             extra = {"loss": float(coupling.step_losses[k])} if coupling.training else {}
             raw.append((float(row[0]), phases, None, extra))
-        return raw, None
+        return raw, failure

@@ -4,8 +4,10 @@ The driver never outlives the worker: it is asked for SIGKILL when the worker's 
 that started it dies (PR_SET_PDEATHSIG), ignores SIGINT (a Ctrl-C at the terminal reaches
 the whole process group; the worker ends the run, and its driver with it), and reads
 end-of-file on its commands when the worker is gone. What the driver and the user's
-library print goes to the worker's stderr and is kept: the last lines say why a driver
-that stopped answering stopped (FTorch prints "[ERROR]: ..." and exits).
+library print on stderr is kept (and, with `echo`, written to the worker's stderr, where
+the run's output is collected): the last lines say why a driver that stopped answering
+stopped (FTorch prints "[ERROR]: ..." and exits). A call that
+raised (forpy's embedded Python) is answered "raised N TEXT": DriverRaised.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ class DriverEnded(RuntimeError):
     """The driver stopped before answering; the message is its own last words."""
 
 
+class DriverRaised(RuntimeError):
+    """A call the driver made raised (an embedded Python's exception): it answered
+    "raised N TEXT" after making N iterations, and goes on serving."""
+
+    def __init__(self, made: int, text: str) -> None:
+        super().__init__(text)
+        self.made, self.text = made, text
+
+
 def _child_setup() -> None:   # pragma: no cover - runs in the child
     import ctypes
 
@@ -34,8 +45,11 @@ def _child_setup() -> None:   # pragma: no cover - runs in the child
 
 
 class DriverProcess:
-    def __init__(self, argv: list[str], env: dict, what: str) -> None:
+    def __init__(self, argv: list[str], env: dict, what: str, echo: bool = False) -> None:
         self.what = what
+        #: what the driver prints on stderr is also written to the worker's (a Python
+        #: module's print(): the run's output), besides being kept for why()
+        self.echo = echo
         self.last_lines: collections.deque = collections.deque(maxlen=40)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1, env=env,
@@ -46,8 +60,12 @@ class DriverProcess:
         self.expect("ready")
 
     def _keep_stderr(self) -> None:
+        import sys
+
         for line in self.proc.stderr:
             self.last_lines.append(line.rstrip("\n"))
+            if self.echo:
+                sys.stderr.write(line)
 
     def ask(self, command: str, expect: str) -> str:
         """Send one command; the words after `expect` in the driver's answer."""
@@ -69,6 +87,9 @@ class DriverProcess:
             answer = line[len(PREFIX):].strip()
             if answer.startswith("error "):
                 raise DriverEnded(f"{self.what}: {answer[len('error '):]}")
+            if answer.startswith("raised ") and word == "done":
+                made, _, text = answer[len("raised "):].partition(" ")
+                raise DriverRaised(int(made), text)
             if answer.split(" ", 1)[0] != word:
                 raise DriverEnded(f"{self.what} answered '{answer}' to a command expecting '{word}'")
             return answer[len(word):].strip()
