@@ -97,8 +97,12 @@ OPTIONS: tuple[Option, ...] = (
            "its cmake --install, or the folder holding FTorchConfig.cmake), for --host ftorch",
            _WHAT, hosts=("ftorch",), metavar="PREFIX", label="FTorch dir",
            default_text="FTorch_DIR, else CMAKE_PREFIX_PATH"),
+    Option("forpy_source", str, None, "the user's forpy_mod.F90 (forpy is one Fortran file "
+           "projects copy into their tree), or the folder holding it, for --host forpy",
+           _WHAT, hosts=("forpy",), metavar="FILE", label="forpy source",
+           default_text="FORPY_SOURCE"),
     Option("fc", str, None, "the Fortran compiler a library host's driver is built with",
-           _WHAT, hosts=("ftorch",), metavar="COMPILER", label="Fortran compiler",
+           _WHAT, hosts=("ftorch", "forpy"), metavar="COMPILER", label="Fortran compiler",
            default_text="$FC, else gfortran"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
            "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",

@@ -20,6 +20,7 @@ REGISTRY = {
     "native": "couplescope.backends.hosts.native",
     "python": "couplescope.backends.hosts.python",
     "ftorch": "couplescope.backends.hosts.ftorch",
+    "forpy": "couplescope.backends.hosts.forpy",
 }
 
 
