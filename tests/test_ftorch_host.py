@@ -86,7 +86,7 @@ def test_ftorch_options_apply_to_the_ftorch_host_only(no_ftorch_env):
     (("--dtype", "float16"), "not --dtype float16"),
     (("--task", "train", "--loss", "l1"), "not --loss l1"),
     (("--task", "train", "--train-call", "pytorch-fortran"), "--train-call ftorch-operators or ftorch-mse"),
-    (("--backend", "bridge"), "backend 'bridge' runs on the native or python host only, not --host ftorch"),
+    (("--backend", "bridge"), "backend 'bridge' runs on the native or python or forpy host only, not --host ftorch"),
     (("--backend", "mpi", "--task", "train"), "data-parallel training"),
 ])
 def test_what_ftorch_cannot_make_is_refused_in_one_line(tmp_path, no_ftorch_env, args, words):
