@@ -101,7 +101,7 @@ class LiveWorkers:
         every later variant of this run that needs the same build)."""
         from couplescope.backends import hosts
 
-        host = hosts.get(spec.host or "python")
+        host = hosts.of(spec)
         if not host.needs_build(spec):
             return
         key = self._build_key(host, spec)
@@ -130,7 +130,7 @@ class LiveWorkers:
         """What this run tells `spec`'s worker beside the listeners: where its host's build is."""
         from couplescope.backends import hosts
 
-        host = hosts.get(spec.host or "python")
+        host = hosts.of(spec)
         if not host.needs_build(spec):
             return {}
         done = self._builds.get((host.name, self._build_key(host, spec)))

@@ -72,8 +72,8 @@ MAX_TELEMETRY_HZ = 100.0
 # -- the declarations ---------------------------------------------------------------------
 
 _WHAT, _HOW, _TRAIN, _PROF, _GPU, _MPI, _OUT = GROUPS
-#: the backend that starts ranks: its options below, and results.json files the per-rank
-#: figures under its name
+#: the backend that starts ranks: its options below (results.json files the per-rank
+#: figures under the name run_started's spec gives the backend)
 MPI_BACKEND = "mpi"
 BRIDGE_BACKEND = "bridge"
 

@@ -14,15 +14,14 @@ import math
 import os
 
 from couplescope.protocol import events
-from couplescope.protocol.options import MPI_BACKEND
 from couplescope.protocol.contract import exit_code
-from couplescope.results import ranks as mpi_stats
+from couplescope.results import ranks as rank_stats
 from couplescope.results import stats
 
 SCHEMA_VERSION = 1
 
 #: rank-tagged calls results.json keeps one by one; past this, each step's slowest rank's
-#: call (events.jsonl keeps every call, and mpi.per_rank every rank's statistics): 1024
+#: call (events.jsonl keeps every call, and <backend>.per_rank every rank's statistics): 1024
 #: ranks x 1000 steps made a results.json of 276 MB that took a minute to write
 RANKED_CALLS_KEPT = 100_000
 
@@ -67,7 +66,7 @@ class VariantResult:
     def ranks(self) -> list[dict]:
         """Per rank, where it ran: the finished variant's own list (which adds each rank's
         load time and sample values), else what the ranks said as they started."""
-        return self.summary.get("ranks") or mpi_stats.placements(self.rank_info)
+        return self.summary.get("ranks") or rank_stats.placements(self.rank_info)
 
     @property
     def timed(self) -> list[dict]:
@@ -82,27 +81,34 @@ class VariantResult:
         statistics, warnings, phases and comparison all ask)."""
         cached = self._cache.get("steps")
         if cached is None or cached[0] != len(self.iterations):
-            cached = self._cache["steps"] = (len(self.iterations), mpi_stats.slowest_per_iteration(self.timed))
+            cached = self._cache["steps"] = (len(self.iterations), rank_stats.slowest_per_iteration(self.timed))
         return cached[1]
 
     def kept_iterations(self) -> tuple[list[dict], str | None]:
         """The calls results.json lists: all of them, or, for a job of many ranks past
         RANKED_CALLS_KEPT, each step's slowest rank's call (per kind), and a note saying so."""
-        if len(self.iterations) <= RANKED_CALLS_KEPT or not mpi_stats.ranked(self.iterations):
+        if len(self.iterations) <= RANKED_CALLS_KEPT or not rank_stats.ranked(self.iterations):
             return self.iterations, None
         kept = []
         for kind in ("warmup", "timed", "profiled"):
-            kept += mpi_stats.slowest_per_iteration([it for it in self.iterations if it["kind"] == kind])
+            kept += rank_stats.slowest_per_iteration([it for it in self.iterations if it["kind"] == kind])
         return kept, (f"each step's slowest rank: {len(kept)} of {len(self.iterations)} calls "
                       f"(more than {RANKED_CALLS_KEPT}); every call is in events.jsonl, every rank's "
-                      "statistics in mpi.per_rank")
+                      f"statistics in {self.ranked_key}.per_rank")
 
-    def mpi_summary(self) -> dict:
+    @property
+    def ranked_key(self) -> str:
+        """Where results.json files the per-rank figures: under the name of the backend whose
+        processes sent rank-tagged calls, as the variant's run_started says (mpi's), so that
+        results/ reads the name from the events and never asks which backend it is."""
+        return self.spec.get("backend") or "ranked"
+
+    def ranked_summary(self) -> dict:
         """results.json's per-rank object (results/ranks.py), kept until more arrives."""
         key = (len(self.iterations), len(self.ranks))
         cached = self._cache.get("ranked")
         if cached is None or cached[0] != key:
-            cached = self._cache["ranked"] = (key, mpi_stats.summary(self.iterations, self.ranks))
+            cached = self._cache["ranked"] = (key, rank_stats.summary(self.iterations, self.ranks))
         return cached[1]
 
     def stats(self) -> dict:
@@ -205,7 +211,7 @@ class VariantResult:
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
                 **({"compile": self.compile} if self.compile is not None else {}),
-                **({MPI_BACKEND: self.mpi_summary()} if mpi_stats.ranked(self.iterations) else {}),
+                **({self.ranked_key: self.ranked_summary()} if rank_stats.ranked(self.iterations) else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **({"ranks": self.ranks} if self.rank_info else {}),
                 **({"rounds": self.round_summaries()} if self.round_positions else {}),
@@ -314,7 +320,7 @@ class ResultsBuilder:
             self.last_ended = name
             v.error, v.error_kind = ev.reason, ev.kind
         elif kind == "rank_info" and name:
-            self.variant(name).rank_info[ev.rank] = mpi_stats.placement(ev)
+            self.variant(name).rank_info[ev.rank] = rank_stats.placement(ev)
         elif kind == "diagnostic" and name:
             self.variant(name).diagnostics.append({k: ev[k] for k in ("check", "level", "message", "setting")
                                                    if k in ev})

@@ -95,7 +95,7 @@ def _build(spec, backend, workload, size: int, dtype: str, tmpdir: str, rank: in
                           **({"report": report} if report is not None else {}))
     return Prepared(spec=spec, workload=workload, size=size, dtype=dtype, arrays=arrays,
                     outputs=outputs, expected=expected, calls=calls, clock=clock,
-                    coupling=hosts.get(spec.host or "python").open(coupling_backend, ctx), tolerance=workload.tolerance(dtype),
+                    coupling=hosts.of(spec).open(coupling_backend, ctx), tolerance=workload.tolerance(dtype),
                     training=training)
 
 
@@ -218,7 +218,7 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
     team.begin()
     from couplescope.worker.environment import environment
 
-    host = hosts.get(spec.host or "python").environment(spec)
+    host = hosts.of(spec).environment(spec)
     team.now("run_started", spec=spec.to_dict(),
              environment={**environment(), **team.environment(), **({"host": host} if host else {})},
              coupling=", ".join([spec.backend, *backend.describe(spec), *host_words(spec)]),
@@ -294,7 +294,7 @@ def seed_steps(spec) -> None:
 
 def host_words(spec) -> list[str]:
     """How the heading says who makes the calls: "native host", "python host, inference mode"."""
-    words = [f"{spec.host or 'python'} host"]
+    words = [f"{hosts.of(spec).name} host"]
     if spec.task == "train":
         words.append("training")
     elif spec.grad_mode != "no_grad":

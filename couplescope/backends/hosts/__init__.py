@@ -24,6 +24,12 @@ REGISTRY = {
 }
 
 
+#: the host of a spec that names none and was never resolved (a spec made in code and run
+#: in the worker directly), and the last resort of `resolve`: the worker's own loop, which
+#: serves every backend
+FALLBACK = "python"
+
+
 def names() -> list[str]:
     return list(REGISTRY)
 
@@ -37,6 +43,11 @@ def get(name: str):
     """The registry object of host `name`."""
     check_name(name)
     return importlib.import_module(REGISTRY[name]).HOST
+
+
+def of(spec):
+    """The registry object of the host making `spec`'s calls (FALLBACK when it names none)."""
+    return get(spec.host or FALLBACK)
 
 
 def unavailable(name: str, spec=None) -> str | None:
@@ -96,7 +107,7 @@ def resolve(spec):
             return spec.replace(host=name), note
         skipped.append((name, reason))
     hosts = serving(spec)
-    return spec.replace(host=hosts[-1] if hosts else "python"), None
+    return spec.replace(host=hosts[-1] if hosts else FALLBACK), None
 
 
 def rows() -> dict:

@@ -375,7 +375,7 @@ class HeadlessPrinter(Listener):
         for line in training_lines(v.summary.get("training"), v):
             self.print(self._paint_words(line))
         if ranks.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
-            for line in report_lines(v.iterations, v.ranks, v.mpi_summary()):
+            for line in report_lines(v.iterations, v.ranks, v.ranked_summary()):
                 self.print(line)
         if getattr(v, "telemetry", None) is not None:
             from couplescope.results.telemetry import summary_line
