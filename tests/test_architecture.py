@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import name_guard
 import pytest
 
 from couplescope.protocol import events
@@ -162,19 +163,30 @@ def test_a_backend_is_a_module_and_a_registry_line_with_every_hook_documented():
 
 def test_backend_and_host_names_are_spoken_only_by_backends_and_the_declarations():
     """Outside couplescope/backends/ and the option declarations, nothing asks which backend
-    or host a variant has: where behaviour differs there is a hook (issue 23)."""
-    names = re.compile(r'"(native|bridge|mpi|aoti|cudagraph)"')
-    package = os.path.join(ROOT, "couplescope")
-    found = []
-    for folder, _, files in os.walk(package):
-        rel = os.path.relpath(folder, package)
-        if rel == "backends" or rel.startswith("backends" + os.sep):
-            continue
-        for name in files:
-            if not name.endswith(".py") or (rel == "protocol" and name == "options.py"):
-                continue
-            with open(os.path.join(folder, name), encoding="utf-8") as f:
-                for number, line in enumerate(f, 1):
-                    if names.search(line):
-                        found.append(f"{os.path.join(rel, name)}:{number}: {line.strip()}")
+    or host a variant has: where behaviour differs there is a hook (issue 23). The names are
+    the registries' (tests/name_guard.py says the rule)."""
+    found = name_guard.spoken_in_package(os.path.join(ROOT, "couplescope"))
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("code,said", [
+    ('if spec.backend == "mpi": pass', ["mpi"]),
+    ('host = hosts.get(spec.host or "python")', ["python"]),
+    ('run(backend="eager")', ["eager"]),
+    ('if name in ("aoti", "mpi"): pass', ["aoti", "mpi"]),
+    ('chosen = "native"', ["native"]),                        # no other vocabulary has it
+    ('reasons = {"native": None, "python": why}', ["native", "python"]),   # keyed by host
+    ('options = {"backend": "eager"}', ["eager"]),
+    ('from couplescope.protocol.options import MPI_BACKEND', ["MPI_BACKEND"]),
+    ('key = options.MPI_BACKEND', ["MPI_BACKEND"]),
+    ('spec = {"bridge_model": "eager", "device": "cpu"}', []),  # the bridge's word, not the backend
+    ('env = {"python": version, "torch": t}', []),            # a field's name
+    ('if spec.bridge_model == "eager": pass', []),
+    ('doc = "the eager model"', []),
+])
+def test_the_name_rule_tells_a_backend_from_the_same_word_in_another_vocabulary(code, said):
+    """`eager` as a backend's name would also be a --bridge-model value: the rule must still
+    find the backend asked for and leave the bridge's word alone."""
+    names = {"mpi", "aoti", "native", "python", "eager", "torchscript"}
+    others = {"eager", "torchscript", "compiled"}
+    assert [n for _, n in name_guard.spoken(code, names, others, frozenset({"MPI_BACKEND"}))] == said
