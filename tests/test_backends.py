@@ -1,5 +1,6 @@
-"""Every catalogue model through every CPU coupling on both hosts, end to end in real worker
-processes; FTorch's own published TorchScript files as user models on both hosts; and the
+"""Every catalogue model through every CPU coupling on every host that makes its calls (the
+registries' matrix, tests/coupling_matrix.py), end to end in real worker processes; FTorch's
+own published TorchScript files as user models on those hosts; and the
 no-copy promise of the torchscript backend checked on real memory."""
 
 import os
@@ -11,12 +12,16 @@ import pytest
 import couplescope
 from couplescope import RunSpec
 from couplescope.workloads import catalogue
+from coupling_matrix import couplings, runnable
 
 
 SMALL = {"stride": 8, "cgdrag": 16, "simplenet": 1, "resnet18": 1, "deep-linear": 20,
          "toy-resnet": 13, "polynomial": 64}
-COUPLINGS = [("torchscript", "torchscript"), ("bridge", "torchscript"), ("bridge", "eager")]
-HOSTS = ("native", "python")
+#: (backend, its own settings, host) for every backend's inference calls on every host that
+#: makes them, from the registries (tests/coupling_matrix.py)
+COUPLINGS = couplings("infer")
+
+
 #: FTorch-benchmarks' own files (../shared/data/ftorch-benchmarks, see its README)
 def _ftorch_files() -> str:
     """COUPLESCOPE_FTORCH_FILES, else shared/data/ftorch-benchmarks beside an ancestor of the checkout."""
@@ -38,23 +43,35 @@ def test_small_sizes_cover_the_catalogue():
     assert set(SMALL) == set(catalogue.model_names())
 
 
+def test_the_matrix_holds_every_host_and_a_backend_on_one_host_only():
+    """Read from the registries: every host serves some backend, and a backend only the
+    python host runs (cudagraph) is a row of its own."""
+    from couplescope.backends import hosts
+
+    assert {p.values[2] for p in COUPLINGS} == {h for h, _, tasks in hosts.table() if "infer" in tasks}
+    assert [p.values[2] for p in COUPLINGS if p.values[0] == "cudagraph"] == ["python"]
+    assert ("bridge", (("bridge_model", "eager"),), "native") in [p.values for p in COUPLINGS]
+
+
+def _name(model, backend, settings, host) -> str:
+    return "-".join([model, backend, *(str(value) for _, value in settings), host])
+
+
 @pytest.fixture(scope="module")
 def matrix():
-    specs = [RunSpec(model=m, size=s, backend=b, bridge_model=bm, host=h, warmup=1, iterations=2,
-                     profile_iterations=0)
-             for m, s in SMALL.items() for b, bm in COUPLINGS for h in HOSTS]
+    specs = [RunSpec(model=m, size=s, backend=b, host=h, warmup=1, iterations=2, profile_iterations=0,
+                     name=_name(m, b, settings, h), **dict(settings))
+             for m, s in SMALL.items() for b, settings, h in runnable(COUPLINGS)]
     doc = couplescope.run(specs)
-    return {(v["spec"]["model"], v["spec"]["backend"], v["spec"]["bridge_model"], v["spec"]["host"]): v
-            for v in doc["variants"]}
+    return {v["name"]: v for v in doc["variants"]}
 
 
 @pytest.mark.parametrize("model", sorted(SMALL))
-@pytest.mark.parametrize("backend,bridge_model", COUPLINGS)
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("backend,settings,host", COUPLINGS)
 @pytest.mark.e2e
 @pytest.mark.xdist_group("coupling-matrix")   # one worker builds the module's matrix (--dist loadgroup)
-def test_model_passes_its_check_through_each_coupling(matrix, model, backend, bridge_model, host):
-    v = matrix[(model, backend, bridge_model, host)]
+def test_model_passes_its_check_through_each_coupling(matrix, model, backend, settings, host):
+    v = matrix[_name(model, backend, settings, host)]
     assert v["status"] == "finished", v["error"]
     assert v["checks_passed"], [it["max_rel_error"] for it in v["iterations"]]
     assert v["stats"]["n"] == 2
@@ -71,11 +88,13 @@ def test_ftorch_benchmarks_own_files_pass_on_both_hosts_as_user_models():
     embedded (TorchScript inside Python), on the native and the python host."""
     cases = [("saved_large_stride_model_cpu.pt", ((24, 24),), "float32"),
              ("saved_cgdrag_model_cpu.pt", ((32, 40), (32, 1), (32, 1)), "float64")]
+    couplings = [(b, h) for b, settings, h in runnable(COUPLINGS)
+                 if b in ("torchscript", "bridge") and dict(settings).get("bridge_model", "torchscript") == "torchscript"]
     specs = [RunSpec(model=os.path.join(FTORCH_FILES, name), input_shape=shape, dtype=dtype,
                      backend=b, host=h, warmup=1, iterations=2, profile_iterations=0)
-             for name, shape, dtype in cases for b in ("torchscript", "bridge") for h in HOSTS]
+             for name, shape, dtype in cases for b, h in couplings]
     doc = couplescope.run(specs)
-    assert len(doc["variants"]) == 8
+    assert len(doc["variants"]) == len(specs) >= 8
     for v in doc["variants"]:
         assert v["status"] == "finished", (v["name"], v["error"])
         assert v["checks_passed"] and v["stats"]["n"] == 2, v["name"]

@@ -13,6 +13,7 @@ import pytest
 from couplescope.backends import native
 from couplescope.workloads.learning_tasks import LossHistory, SyntheticTarget
 from conftest import FAST
+from coupling_matrix import hosts_for
 
 needs_native = pytest.mark.skipif(native.unavailable() is not None,
                                   reason=f"the native host cannot be built here: {native.unavailable()}")
@@ -25,8 +26,8 @@ def results(tmp_path, r) -> dict:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("host", [pytest.param("native", marks=needs_native), "python"])
-def test_simplenet_learns_example_11s_shift_on_both_hosts(cli, host):
+@pytest.mark.parametrize("host", hosts_for("torchscript", "train"))
+def test_simplenet_learns_example_11s_shift_on_every_host(cli, host):
     r = cli("--model", "simplenet", "--task", "train", "--host", host, "--iterations", "10000",
             "--threads", "1", "--warmup", "1", *QUIET, "--json", timeout=600)
     assert r.returncode == 0, r.stderr
@@ -68,7 +69,7 @@ def test_a_fused_loss_learns_the_shift_as_the_operators_do(cli, train_call, back
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("host", [pytest.param("native", marks=needs_native), "python"])
+@pytest.mark.parametrize("host", hosts_for("bridge", "train"))
 def test_the_bridge_trains_through_its_train_function(cli, host):
     r = cli("--model", "simplenet", "--task", "train", "--backend", "bridge", "--host", host,
             "--iterations", "30", *QUIET, "--json", timeout=300)
