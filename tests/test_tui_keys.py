@@ -91,11 +91,13 @@ ONE_OF_EACH_KIND = ("size", "input_shape", "iterations", "telemetry_hz", "name")
 
 
 def app_keys() -> set[str]:
-    """The single characters the main screen binds (the run keys and the views' keys)."""
+    """The single characters the main screen binds (the run keys, and the views' keys: the
+    registry's, bound when an app is made)."""
     from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.views import view_classes
 
     return {b.key if len(b.key) == 1 else "?" for b in CoupleScopeApp.BINDINGS
-            if len(b.key) == 1 or b.key == "question_mark"}
+            if len(b.key) == 1 or b.key == "question_mark"} | {v.key for v in view_classes()}
 
 
 async def test_no_number_field_claims_an_app_key():

@@ -2,8 +2,10 @@
 
 The runs shown are recorded real runs played back (couplescope.core.replay), so every
 number on screen is the recording's and a snapshot compares exactly: layout, labels,
-figures, plots. Update with `pytest --snapshot-update` after an intended change, and
-look at the new SVGs.
+figures, plots. The registries they render (backends, hosts, views) are pinned to the
+entries they show, so adding one rewrites no SVG. Update with
+`pytest tests/test_tui_snapshots.py --snapshot-update` after an intended change, and look
+at the new SVGs (docs/architecture.md, "Adding things").
 """
 
 from __future__ import annotations
@@ -12,6 +14,39 @@ import time
 
 import pytest
 from test_tui_replay import replay_app, run_replay
+
+
+#: the registries' entries the snapshots show, pinned: a backend, host, view or option added
+#: later (each its own module and registry line, or its declaration) leaves these screens
+#: as they are; the entries themselves are the registries' own, so a change to one of these
+#: shows. An entry meant to show: add it here, then update the snapshots
+PINNED = {"backends": ("torchscript", "bridge", "aoti", "cudagraph", "mpi"),
+          "hosts": ("native", "python", "ftorch"),
+          "views": ("pick", "watch", "telemetry", "history"),
+          "options": ("model", "backend", "size", "host", "ftorch_dir", "fc", "grad_mode", "bridge_model",
+                      "device", "dtype", "layout", "input_shape", "name", "warmup", "iterations", "threads",
+                      "seed", "reload_every_call", "memory_limit", "telemetry_hz", "rounds", "baseline",
+                      "order_seed", "task", "optimizer", "lr", "loss", "train_call", "save_model",
+                      "profile_iterations", "profile_max_ops", "export", "pinned", "ranks", "inner_backend",
+                      "launcher", "launcher_args", "oversubscribe", "nodes")}
+
+
+@pytest.fixture(autouse=True)
+def _registries_the_snapshots_show(monkeypatch):
+    """Backends, hosts, views and the form's options as the SVGs show them, whatever else is
+    registered or declared."""
+    from couplescope import backends
+    from couplescope.backends import hosts
+    from couplescope.frontends.tui import views
+    from couplescope.protocol import options
+
+    monkeypatch.setattr(backends, "REGISTRY", {n: backends.REGISTRY[n] for n in PINNED["backends"]})
+    monkeypatch.setattr(hosts, "REGISTRY", {n: hosts.REGISTRY[n] for n in PINNED["hosts"]})
+    monkeypatch.setattr(views, "REGISTRY", tuple(m for v in PINNED["views"] for m in views.REGISTRY
+                                                 if m.rsplit(".", 1)[1] == v))
+    shown = set(PINNED["options"])
+    for name in ("OPTIONS", "SPEC_OPTIONS", "RUN_OPTIONS"):   # the declarations and their parts
+        monkeypatch.setattr(options, name, tuple(o for o in getattr(options, name) if o.name in shown))
 
 
 @pytest.fixture(autouse=True)

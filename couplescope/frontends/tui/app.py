@@ -40,8 +40,6 @@ from couplescope.frontends.tui.views.history import tensorboard_command
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
-VIEWS = view_classes()
-
 #: what the status line says when a variant reaches these events
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
@@ -78,15 +76,20 @@ class CoupleScopeApp(SignalEndings, App):
         Binding("q", "quit", "quit", priority=True),
         Binding("ctrl+c", "quit_now", "quit", priority=True, show=False),
         Binding("escape", "leave_field", "leave the field", show=False),
-        # the views' keys: their tabs name them, and the help screen; the footer keeps the
-        # run keys visible in an 80-column terminal
-        *[Binding(v.key, f"show_view('{v.tab_id()}')", v.title.lower(), priority=True, show=False)
-          for v in VIEWS],
     ]
 
     def __init__(self, options: RunOptions | None = None, load_catalogue: bool = True,
                  recording=None) -> None:
         super().__init__()
+        #: the registered views' classes, in tab order (read when an app is made, so a test
+        #: that pins the registry gets an app with those views only)
+        self.view_types = view_classes()
+        # the views' keys: their tabs name them, and the help screen; the footer keeps the
+        # run keys visible in an 80-column terminal. Bound per app, as Textual binds its
+        # command palette's key, since the views are the registry's when the app is made
+        for view in self.view_types:
+            self._bindings.bind(view.key, f"show_view('{view.tab_id()}')", view.title.lower(),
+                                show=False, priority=True)
         #: the command line's options, filled into the form
         self.options = options or RunOptions()
         #: read the catalogue (torch) in the background; tests of the form alone skip it
@@ -111,8 +114,8 @@ class CoupleScopeApp(SignalEndings, App):
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static("couplescope: pick a model or a preset, then press r", id="status")
-        self._views = [view() for view in VIEWS]
-        with TabbedContent(initial=VIEWS[0].tab_id(), id="tabs"):
+        self._views = [view() for view in self.view_types]
+        with TabbedContent(initial=self.view_types[0].tab_id(), id="tabs"):
             yield from self._views
         yield SteadyFooter()
 
@@ -146,7 +149,7 @@ class CoupleScopeApp(SignalEndings, App):
         for view in self.views:
             for kind in view.follows:
                 self._followers.setdefault(kind, []).append(view)
-        self.action_show_view(VIEWS[0].tab_id())
+        self.action_show_view(self.view_types[0].tab_id())
         self.main.query_one(PickForm).refresh_preview()
         self._fit_width(self.size.width)   # a resize before the views were there set no class
 
@@ -187,7 +190,7 @@ class CoupleScopeApp(SignalEndings, App):
             # Installed, so that closing it keeps it (Textual removes a popped screen that
             # is not installed, and the next `?` built it again)
             if self._help is None:
-                self._help = HelpScreen(VIEWS)
+                self._help = HelpScreen(self.view_types)
                 self.install_screen(self._help, name="help")
             self.push_screen("help")
 
