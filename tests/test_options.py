@@ -60,7 +60,7 @@ def test_every_option_is_a_flag_in_help():
 
 def test_docs_options_table_is_the_declarations():
     with open(os.path.join(DOCS, "options.md")) as f:
-        assert f.read() == options_doc.markdown(), "regenerate: python -m couplescope.protocol.options_doc > docs/options.md"
+        assert f.read() == options_doc.markdown(), "docs/options.md is stale: regenerate it with `python -m couplescope.frontends.docs_tables`"
     table = options_doc.markdown()
     for o in options.OPTIONS:
         assert f"`{o.flag}`" in table

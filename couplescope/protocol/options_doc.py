@@ -1,7 +1,8 @@
 """docs/options.md, written from the declarations (couplescope/protocol/options.py).
 
-`python -m couplescope.protocol.options_doc > docs/options.md` regenerates it;
-tests/test_options.py fails when the file is not this module's text.
+`python -m couplescope.frontends.docs_tables` regenerates it with the other generated docs
+(`python -m couplescope.protocol.options_doc` prints it alone); tests/test_options.py and
+tests/test_docs_tables.py fail when the file is not this module's text.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ def markdown() -> str:
     default and meaning (tests/test_options.py checks the file is this text)."""
     lines = ["# Options", "",
              "Every option of a run, generated from its declaration in",
-             "`couplescope/protocol/options.py` (`python -m couplescope.protocol.options_doc > docs/options.md`).",
+             "`couplescope/protocol/options.py` (`python -m couplescope.frontends.docs_tables` writes it).",
              "The same option is a command-line flag, a field of the app's form and a preset key:",
              "per-variant keys go in a preset's `[defaults]` or `[[variant]]`, per-run keys at its top",
              "level (docs/presets.md). A value is checked the same way wherever it comes from.", ""]

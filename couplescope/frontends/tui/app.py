@@ -65,17 +65,34 @@ class CoupleScopeApp(SignalEndings, App):
     WIDE = 150
     #: what the "-wide" class is set on
     WIDE_WIDGETS = ".pick-grid, #watch-telemetry"
+    #: the run keys; a tooltip is what docs/tui.md's key table says the key does (generated:
+    #: python -m couplescope.frontends.docs_tables)
     BINDINGS = [
-        Binding("r", "run", "run", priority=True),
-        Binding("s", "stop", "stop", priority=True),
-        Binding("e", "export", "export", priority=True),
-        Binding("c", "compare", "compare", priority=True),
-        Binding("question_mark", "help", "help", priority=True),
+        Binding("r", "run", "run", priority=True,
+                tooltip="run what the Pick view describes. Refused, with a message, while a run goes."),
+        Binding("s", "stop", "stop", priority=True,
+                tooltip="stop the run: ends the worker's process group. What was measured stays (the "
+                        "variant shows as stopped, its statistics cover the iterations that finished)."),
+        Binding("e", "export", "export", priority=True,
+                tooltip="export the highlighted run of the History view (the latest run by default) to a "
+                        "new run directory, exactly as --export writes it. The top line says exporting at "
+                        "once (copying the traces and drawing summary.png take seconds, on a thread), "
+                        "then where it went."),
+        Binding("c", "compare", "compare", priority=True,
+                tooltip="compare the runs marked in History (all runs when none is marked)."),
+        Binding("question_mark", "help", "help", priority=True,
+                tooltip="the help screen: it scrolls (arrow keys, PgUp/PgDn, End; its border says so)."),
         # q asks first while a run is going (QuitScreen); ctrl+c quits at once, from anywhere
         # (a text field would otherwise take it for copy)
-        Binding("q", "quit", "quit", priority=True),
-        Binding("ctrl+c", "quit_now", "quit", priority=True, show=False),
-        Binding("escape", "leave_field", "leave the field", show=False),
+        Binding("q", "quit", "quit", priority=True,
+                tooltip="quit. While a run goes it asks first, since quitting stops the run and loses "
+                        "what it measured."),
+        Binding("ctrl+c", "quit_now", "quit", priority=True, show=False,
+                tooltip="quit at once, from anywhere (a field that takes words included). A running "
+                        "worker is stopped first; no process is left behind."),
+        Binding("escape", "leave_field", "leave the field", show=False,
+                tooltip="the focus leaves the field it is in for the tab bar (where the arrow keys "
+                        "switch views and tab goes back into the view, to its first field)."),
     ]
 
     def __init__(self, options: RunOptions | None = None, load_catalogue: bool = True,

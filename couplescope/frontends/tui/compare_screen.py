@@ -113,10 +113,12 @@ def task_note(columns: list[str]) -> str:
 
 
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape,c", "app.pop_screen", "back"),
-                Binding("space", "toggle_variant", "leave out/in"),
-                Binding("v", "toggle_plot", "median vs size / boxes", show=False),
-                Binding("q", "app.quit", "quit")]
+    BINDINGS = [Binding("escape,c", "app.pop_screen", "back", tooltip="back to the views."),
+                Binding("space", "toggle_variant", "leave out/in",
+                        tooltip="leave the highlighted variant out of the ratios and the plot, or put it back."),
+                Binding("v", "toggle_plot", "median vs size / boxes", show=False,
+                        tooltip="the plot: median against size (a sweep's variants) or each variant's box."),
+                Binding("q", "app.quit", "quit", tooltip="quit, as in the views.")]
 
     def __init__(self, records) -> None:
         super().__init__()

@@ -44,7 +44,7 @@ class HelpScreen(ModalScreen):
     """The help text in a box that scrolls (an 80x24 terminal shows a third of it); the
     box's border says so, and it has the focus, so the arrow keys scroll it at once."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "close")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "close", tooltip="close the help screen.")]
 
     def __init__(self, views) -> None:
         super().__init__()

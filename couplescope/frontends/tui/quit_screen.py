@@ -18,8 +18,9 @@ from textual.widgets import Static
 class QuitScreen(ModalScreen):
     """Asks before quitting ends the run going; dismissed with True to quit."""
 
-    BINDINGS = [Binding("q,y", "answer(True)", "quit", priority=True),
-                Binding("escape,n", "answer(False)", "stay", priority=True)]
+    BINDINGS = [Binding("q,y", "answer(True)", "quit", priority=True,
+                        tooltip="quit: the run going stops, and what it measured is lost."),
+                Binding("escape,n", "answer(False)", "stay", priority=True, tooltip="go back to the run.")]
 
     def __init__(self, run_name: str) -> None:
         super().__init__()

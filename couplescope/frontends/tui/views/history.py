@@ -32,7 +32,8 @@ class HistoryView(AppView):
     help = """\
 every run of this session. Export writes results.json, events.jsonl and the
 traces; open the traces with `couplescope --tensorboard <path>`."""
-    BINDINGS = [Binding("space", "toggle_mark", "mark for compare")]
+    BINDINGS = [Binding("space", "toggle_mark", "mark for compare",
+                        tooltip="mark or unmark the highlighted run for comparing.")]
 
     def compose(self) -> ComposeResult:
         with Vertical():
