@@ -1,6 +1,6 @@
 """docs/architecture.md's list of every module under couplescope/, from the source tree.
 
-Each module's line is the first sentence of its docstring (a C++ file's first comment),
+Each file's line is the first sentence of its docstring (another source's opening comment),
 so the list says what a module holds in the words its author wrote there. Packages come
 in the order of the layers contract (pyproject.toml: each layer imports only those below
 it), then what sits at the package's top. Nothing is imported: the files are parsed.
@@ -12,8 +12,10 @@ import ast
 import os
 import re
 
-#: the files that make couplescope (the native hosts' C++ included)
-SUFFIXES = (".py", ".cpp", ".h", ".tcss")
+#: what is not a source file: Python's caches, a build's objects
+SKIPPED = (".pyc", ".pyo", ".so", ".o")
+#: how the other sources open a comment: C++, CSS, CMake, Fortran
+COMMENT = re.compile(r"\s*(?://|/\*|\*|#|!)\s?(.*?)\s*(?:\*/)?$")
 
 
 def layers(root: str) -> list[str]:
@@ -28,21 +30,26 @@ def summary(path: str) -> str:
     text = open(path, encoding="utf-8").read()
     if path.endswith(".py"):
         words = (ast.get_docstring(ast.parse(text)) or "").split("\n\n")[0]
-    else:
-        comment = re.match(r"\s*(?://|/\*)\s*(.*)", text)
-        words = comment.group(1) if comment else ""
+    else:   # the opening comment's first paragraph
+        lines = []
+        for line in text.splitlines():
+            comment = COMMENT.match(line)
+            if not comment or (lines and not comment.group(1)):
+                break
+            lines.append(comment.group(1))
+        words = " ".join(lines)
     words = " ".join(words.split())
     first = re.split(r"(?<=[.!?])\s", words, maxsplit=1)[0]
     return first.replace("|", "\\|")
 
 
 def files(package: str) -> list[str]:
-    """Every file of the package (relative to it, '/'-separated), packages first by folder."""
+    """Every source file of the package (relative to it, '/'-separated)."""
     found = []
     for folder, dirs, names in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(names):
-            if name.endswith(SUFFIXES):
+            if not name.endswith(SKIPPED):
                 found.append(os.path.relpath(os.path.join(folder, name), package).replace(os.sep, "/"))
     return found
 
