@@ -65,12 +65,21 @@ async def test_the_walkthrough_view_gets_its_tab_key_help_and_events(app_with_lo
         assert "**Loads**: each variant's model load time" in help_text
 
 
+def _bound(bindings) -> set[str]:
+    return {key.strip() for b in bindings for key in b.key.split(",")}
+
+
 def test_the_registered_views_keys_are_distinct_and_leave_the_run_keys_alone():
+    """A view's key is an app binding with priority, so it works over the screens too: it
+    must be none of the app's keys and none of a screen's (the quit screen's y, the compare
+    screen's v), which it would take from them."""
     from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.keys_doc import screens
 
     classes = views.view_classes()
     keys = [v.key for v in classes]
-    run_keys = {key for b in CoupleScopeApp.BINDINGS for key in b.key.split(",")}
-    assert len(set(keys)) == len(keys) and not set(keys) & run_keys
+    taken = _bound(CoupleScopeApp.BINDINGS) | {k for s in screens() for k in _bound(s.BINDINGS)}
+    assert len(set(keys)) == len(keys) and not set(keys) & taken, set(keys) & taken
+    assert {"y", "v", "n"} <= taken   # the screens' keys are in it
     assert len({v.tab_id() for v in classes}) == len(classes)
     assert all(v.help for v in classes)
