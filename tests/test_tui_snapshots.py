@@ -21,9 +21,9 @@ from test_tui_replay import replay_app, run_replay
 #: as they are; the entries themselves are the registries' own, so a change to one of these
 #: shows. An entry meant to show: add it here, then update the snapshots
 PINNED = {"backends": ("torchscript", "bridge", "aoti", "cudagraph", "mpi"),
-          "hosts": ("native", "python", "ftorch"),
+          "hosts": ("native", "python", "ftorch", "forpy"),
           "views": ("pick", "watch", "telemetry", "history"),
-          "options": ("model", "backend", "size", "host", "ftorch_dir", "fc", "grad_mode", "bridge_model",
+          "options": ("model", "backend", "size", "host", "ftorch_dir", "forpy_source", "fc", "grad_mode", "bridge_model",
                       "device", "dtype", "layout", "input_shape", "name", "warmup", "iterations", "threads",
                       "seed", "reload_every_call", "memory_limit", "telemetry_hz", "rounds", "baseline",
                       "order_seed", "task", "optimizer", "lr", "loss", "train_call", "save_model",
