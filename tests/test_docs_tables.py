@@ -19,10 +19,6 @@ from couplescope.protocol.errors import UsageError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_the_package_runs_from_this_checkout():
-    assert os.path.samefile(docs_tables.checkout(), ROOT)
-
-
 @pytest.mark.parametrize("rel", sorted(os.path.join("docs", name) for name in docs_tables.GENERATED))
 def test_a_generated_doc_is_what_the_code_says(rel):
     text = docs_tables.generated(ROOT)[rel]

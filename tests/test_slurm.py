@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from couplescope.frontends.cli.check_lines import FIRST
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixtures import slurm  # noqa: E402
 
@@ -149,9 +151,10 @@ def test_the_documented_batch_script_keeps_its_results_when_signalled(tmp_path):
     """docs/mpi.md's script, exactly as written there: its `--signal=B:TERM@120` has Slurm
     send SIGTERM to the batch shell alone (couplescope, exec'd) before the limit. `scancel
     --batch --signal=TERM` sends the same signal to the same process, once both ranks have
-    measured 150 calls, instead of waiting out a minute or more of the limit with both
-    cores busy (the time limit itself: the test above). srun's ranks inside the job,
-    SIGTERM to couplescope only, its step ended by couplescope, results exported."""
+    printed their last check line (check_lines.FIRST: the calls after it are counted, not
+    printed), instead of waiting out a minute or more of the limit with both cores busy (the
+    time limit itself: the test above). srun's ranks inside the job, SIGTERM to couplescope
+    only, its step ended by couplescope, results exported."""
     script = tmp_path / "couplescope.sbatch"
     script.write_text(_documented_batch_script())
     assert "exec couplescope" in script.read_text() and "--signal=B:TERM@" in script.read_text()
@@ -159,13 +162,13 @@ def test_the_documented_batch_script_keeps_its_results_when_signalled(tmp_path):
     job = _submit([str(script)], tmp_path, out)
     try:
         deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and job in queue() and not _checked_on_every_rank(out, 2, 150):
+        while time.monotonic() < deadline and job in queue() and not _checked_on_every_rank(out, 2, FIRST):
             time.sleep(1)
-        assert _checked_on_every_rank(out, 2, 150), (out.read_text() if out.exists() else "no output")[-2000:]
+        assert _checked_on_every_rank(out, 2, FIRST), (out.read_text() if out.exists() else "no output")[-2000:]
         subprocess.run(["scancel", "--batch", "--signal=TERM", job], check=True, capture_output=True)
     except BaseException:
         subprocess.run(["scancel", job], capture_output=True)
         raise
     v = _kept(job, tmp_path, out)
-    assert v["status"] == "interrupted" and v["stats"]["n"] > 100, v.get("status")
+    assert v["status"] == "interrupted" and v["stats"]["n"] >= FIRST, v.get("status")
     assert v["mpi"]["ranks"] == 2 and v["checks_passed"]
