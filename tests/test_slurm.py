@@ -20,7 +20,10 @@ from couplescope.frontends.cli.check_lines import FIRST
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixtures import slurm  # noqa: E402
 
-pytestmark = [pytest.mark.slurm, pytest.mark.e2e]
+#: every Slurm test on one pytest-xdist worker, one after another (they share the queues and
+#: the 2 CPUs, and hold slurm.OneAtATime besides): the other worker goes on with the rest
+#: instead of waiting for the lock
+pytestmark = [pytest.mark.slurm, pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 
 
 REASON = slurm.reason()

@@ -23,7 +23,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixtures import slurm  # noqa: E402
 
-pytestmark = [pytest.mark.slurm_nodes, pytest.mark.slurm, pytest.mark.e2e]
+#: every Slurm test on one pytest-xdist worker, one after another (they share the queues and
+#: the 2 CPUs, and hold slurm.OneAtATime besides): the other worker goes on with the rest
+#: instead of waiting for the lock
+pytestmark = [pytest.mark.slurm_nodes, pytest.mark.slurm, pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 REASON = slurm.nodes_reason()
 if REASON:
     pytestmark.append(pytest.mark.skip(reason=REASON))
