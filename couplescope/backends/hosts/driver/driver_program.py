@@ -52,14 +52,20 @@ def call_arrays(c: int, call: CallSignature, train: bool) -> list[tuple[str, Arr
     return arrays + ([(f"t{c}", call.output)] if train else [])
 
 
-def array_lines(name: str, a: Array, attributes: str = "") -> tuple[list[str], list[str], list[str]]:
+def array_lines(name: str, a: Array, attributes: str = "",
+                reversed_dims: bool = False) -> tuple[list[str], list[str], list[str]]:
     """(declarations, configuration reads, mapping) of one host array: a pointer into the
     shared file, its offset and shape read from the configuration, and its layout
-    permutation (FTorch's layout argument; 1..rank unless --layout c)."""
+    permutation (FTorch's layout argument; 1..rank unless --layout c). With
+    `reversed_dims` the pointer's dimensions are the tensor's reversed, as
+    pytorch-fortran's users declare their arrays (its README: the row-major tensor's
+    memory, read from Fortran), and there is no layout argument."""
     decl = [f"  real({a.kind}), pointer, contiguous{attributes} :: {name}({shape_text(a.rank)})",
-            f"  integer(int64) :: off_{name}, shape_{name}({a.rank})",
-            f"  integer :: layout_{name}({a.rank})"]
+            f"  integer(int64) :: off_{name}, shape_{name}({a.rank})"]
     reads = [f"  read(config_unit, *) off_{name}, shape_{name}"]
+    if reversed_dims:
+        return decl, reads, [f"  call c_f_pointer(at(off_{name}), {name}, shape_{name}({a.rank}:1:-1))"]
+    decl.append(f"  integer :: layout_{name}({a.rank})")
     maps = [f"  call c_f_pointer(at(off_{name}), {name}, shape_{name})",
             f"  layout_{name} = layout_of({a.rank})"]
     return decl, reads, maps

@@ -72,6 +72,10 @@ class LibraryCoupling(Coupling):
     phases: tuple[str, ...] = ()
     #: what the driver prints on stderr also goes to the run's output (a Python module's print())
     echo_output = False
+    #: the host arrays' memory order in the shared file: "F", the Fortran arrays of the
+    #: tensors' shapes; "C", the Fortran arrays declared with the dimensions reversed (a
+    #: library that reverses them itself: pytorch-fortran)
+    array_order = "F"
 
     @property
     def not_profiled(self) -> str:
@@ -211,11 +215,11 @@ class LibraryCoupling(Coupling):
         for prefix, arrays in (("in", ctx.arrays), ("out", ctx.outputs),
                                *((("target", ctx.extra["targets"]),) if self.training else ())):
             for name, a in list(arrays.items()):
-                shared = f.array(f"{prefix}:{name}", a.shape, a.dtype)
+                shared = f.array(f"{prefix}:{name}", a.shape, a.dtype, self.array_order)
                 shared[...] = a
                 arrays[name] = shared
         for name, a in ctx.outputs.items():
-            f.array(f"nan:{name}", a.shape, a.dtype)[...] = np.nan
+            f.array(f"nan:{name}", a.shape, a.dtype, self.array_order)[...] = np.nan
 
     # -- the calls -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -294,9 +298,10 @@ class DriverBatchRunner(BatchRunner):
         super().__init__(outputs, coupling.ctx.arrays)
         self.coupling = coupling
         self.capacity = coupling.capacity
+        self.order = coupling.array_order
         f = coupling.file
         # the NaN patterns and snapshots the driver copies live in the shared file
-        self._nan = {n: f.array(f"nan:{n}", a.shape, a.dtype) for n, a in outputs.items()}
+        self._nan = {n: f.array(f"nan:{n}", a.shape, a.dtype, self.order) for n, a in outputs.items()}
         self._snapshots = {n: f.bytes(f"snap:{n}", self.capacity, a.nbytes) for n, a in outputs.items()}
 
     def _calls(self, count: int, stop):
