@@ -16,7 +16,7 @@ from __future__ import annotations
 from couplescope.results import paired
 
 #: spec fields that say who makes the calls (and where its library is): the rest must match
-HOST_FIELDS = ("host", "name", "ftorch_dir", "fc", "forpy_source")
+HOST_FIELDS = ("host", "name", "ftorch_dir", "fc", "forpy_source", "pytorch_fortran_dir")
 WHOLE = "call"
 
 
