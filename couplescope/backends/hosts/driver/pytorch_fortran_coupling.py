@@ -28,9 +28,9 @@ from couplescope.backends.hosts.driver.library_coupling import LibraryCoupling, 
 from couplescope.protocol.errors import UsageError
 
 #: what the host says when a forward runs without flags (--grad-mode no_grad, the default)
-AUTOGRAD_NOTE = ("pytorch-fortran's forward has no no_grad guard: called without flags (its README's form) "
-                 "it runs with autograd on; --grad-mode inference passes module_use_inference_mode "
-                 "(its resnet_forward example)")
+AUTOGRAD_NOTE = ("pytorch-fortran's forward has no no_grad guard: called without flags (as its polynomial "
+                 "example calls it) it runs with autograd on; --grad-mode inference passes "
+                 "module_use_inference_mode (as its resnet_forward example does)")
 
 
 def signature(ctx) -> program.Signature:
