@@ -53,12 +53,13 @@ LINE = re.compile(r"(\w+)=\s*(\S+)")
 WITHIN = 0.10
 
 
-def timer_run(task: str, timer: str, model: str, count: int) -> dict:
-    """One run of a timer: {"median", each phase, "result"}, in seconds."""
+def timer_run(task: str, timer: str, model: str, count: int, library: str = "ftorch", extra=()) -> dict:
+    """One run of a timer: {"median", each phase, "result"}, in seconds. It prints a line
+    starting `<library>_<task>` (extra: arguments after the usual ones)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    argv = [timer, model, str(count)] + (["100"] if task == "infer" else [])
+    argv = [timer, model, str(count)] + (["100"] if task == "infer" else []) + list(extra)
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    prefix = f"ftorch_{task}"
+    prefix = f"{library}_{task}"
     lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
     if not lines:
         print(f"ftorch_host: {timer} printed no '{prefix}' line (exit {done.returncode}; stderr: "
@@ -75,11 +76,13 @@ def timer_run(task: str, timer: str, model: str, count: int) -> dict:
             "result": str(values.get("result", "PASSED" if done.returncode == 0 else "FAILED"))}
 
 
-def couplescope_run(task: str, host: str, ftorch_dir: str, count: int) -> dict:
-    """One couplescope run through the library API: SimpleNet, 1 thread, on `host`."""
+def couplescope_run(task: str, host: str, ftorch_dir: str, count: int, **fields) -> dict:
+    """One couplescope run through the library API: SimpleNet, 1 thread, on `host` (fields:
+    more of the RunSpec's, such as a library host's install)."""
     import couplescope
 
-    fields = {"ftorch_dir": ftorch_dir} if host == "ftorch" else {}
+    if host == "ftorch":
+        fields["ftorch_dir"] = ftorch_dir
     spec = couplescope.RunSpec(model="simplenet", task=task, host=host, threads=1, iterations=count,
                                warmup=100 if task == "infer" else 1, profile_iterations=0, **fields)
     doc = couplescope.run(spec)
