@@ -265,13 +265,19 @@ def test_a_coupling_without_gradients_has_its_first_steps_weights_checked(error,
     from couplescope import backends
     from couplescope.worker.engine import prepare
 
+    import torch
+
     spec = RunSpec(model="simplenet", host="python", task="train", iterations=1, profile_iterations=0)
-    with tempfile.TemporaryDirectory() as tmp:
+    # a worker's thread trains with autograd on; a test process may have had it turned off
+    with tempfile.TemporaryDirectory() as tmp, torch.enable_grad():
         prepared = prepare(spec, backends.get(spec.backend), tmp)
         prepared.coupling.load()
-        prepared.training.fill_next()
-        prepared.coupling.call()
-        check = prepared.training.check_first_step(WeightsOnly(prepared.coupling, error, say_why))
+        try:
+            prepared.training.fill_next()
+            prepared.coupling.call()
+            check = prepared.training.check_first_step(WeightsOnly(prepared.coupling, error, say_why))
+        finally:
+            prepared.coupling.close()
     assert check["passed"] is passed and words in check["message"], check
 
 
