@@ -104,7 +104,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("pytorch_fortran_dir", str, None, "where the user's pytorch-fortran is installed (the prefix "
            "its make script installs into, or the folder holding pytorch_fort_proxy-config.cmake), for "
            "--host pytorch-fortran", _WHAT, hosts=("pytorch-fortran",), metavar="PREFIX",
-           label="pytorch-fortran dir", default_text="pytorch_fort_proxy_DIR, else CMAKE_PREFIX_PATH"),
+           label="pytorch-fortran", default_text="pytorch_fort_proxy_DIR, else CMAKE_PREFIX_PATH"),
     Option("fc", str, None, "the Fortran compiler a library host's driver is built with",
            _WHAT, hosts=("ftorch", "forpy", "pytorch-fortran"), metavar="COMPILER", label="Fortran compiler",
            default_text="$FC, else gfortran"),
