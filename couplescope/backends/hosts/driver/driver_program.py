@@ -52,6 +52,23 @@ def call_arrays(c: int, call: CallSignature, train: bool) -> list[tuple[str, Arr
     return arrays + ([(f"t{c}", call.output)] if train else [])
 
 
+def signature_text(calls) -> str:
+    """The call signature in words, for the program's header comment."""
+    return "; ".join(f"call {c}: " + ", ".join(f"{a.kind}({shape_text(a.rank)})" for a in call.inputs)
+                     + f" -> {call.output.kind}({shape_text(call.output.rank)})" for c, call in enumerate(calls, 1))
+
+
+def phase_rows(ncalls: int, nphases: int) -> list[str]:
+    """The timings row of an iteration whose workload calls each read the clock between
+    their phases (c<call>_t0 .. c<call>_t<nphases>): row(1) the whole, from the first
+    call's first read to the last call's last; row(1 + k) phase k summed over the calls."""
+    rows = [f"    row(1) = clock_seconds(c1_t0, c{ncalls}_t{nphases}, rate)"]
+    for k in range(1, nphases + 1):
+        terms = " + ".join(f"clock_seconds(c{c}_t{k - 1}, c{c}_t{k}, rate)" for c in range(1, ncalls + 1))
+        rows.append(f"    row({k + 1}) = {terms}")
+    return rows
+
+
 def array_lines(name: str, a: Array, attributes: str = "",
                 reversed_dims: bool = False) -> tuple[list[str], list[str], list[str]]:
     """(declarations, configuration reads, mapping) of one host array: a pointer into the
