@@ -32,13 +32,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 
-from ftorch_host import PHASES, couplescope_run, timer_run, us
-
-#: the target: the pytorch-fortran host's median within this fraction of the timer's
-WITHIN = 0.10
-
+from ftorch_host import PHASES, couplescope_run, summary, timer_run, us
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -74,25 +69,7 @@ def main() -> None:
         print(f"{r + 1:>5}  {us(t)}" + "".join(f"  {us(runs[h][-1]['median']):>15} {runs[h][-1]['median'] / t:7.3f}"
                                             for h in hosts))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    med = {s: statistics.median(x["median"] for x in runs[s]) for s in sides}
-    print("median of the per-round medians, and its ratio to the timer's (per round):")
-    for s in sides:
-        per_round = [x["median"] / t["median"] for x, t in zip(runs[s], runs["timer"])]
-        verdict = ""
-        if s == "pytorch-fortran":
-            ratio = med[s] / med["timer"]
-            verdict = f"  ({'within' if abs(ratio - 1) <= WITHIN else 'NOT within'} {WITHIN:.0%} of the timer's)"
-        checks = ", ".join(sorted({x["result"] for x in runs[s]}))
-        print(f"  {s:<15} {us(med[s])} us  ratio {med[s] / med['timer']:.3f} "
-              f"({', '.join(f'{x:.3f}' for x in per_round)}){verdict}; checks: {checks}")
-    print("per phase, median of the per-round medians (us):")
-    print(f"  {'phase':<11}" + "".join(f" {s:>15}" for s in sides))
-    for phase in PHASES["infer"]:
-        cells = []
-        for s in sides:
-            values = [x["phases"].get(phase) for x in runs[s] if x["phases"].get(phase) is not None]
-            cells.append(us(statistics.median(values)) if values else us(None))
-        print(f"  {phase:<11}" + "".join(f" {c:>15}" for c in cells))
+    summary(runs, PHASES["infer"], "pytorch-fortran")
 
 
 if __name__ == "__main__":
