@@ -53,12 +53,13 @@ LINE = re.compile(r"(\w+)=\s*(\S+)")
 WITHIN = 0.10
 
 
-def timer_run(task: str, timer: str, model: str, count: int) -> dict:
-    """One run of a timer: {"median", each phase, "result"}, in seconds."""
+def timer_run(task: str, timer: str, model: str, count: int, library: str = "ftorch", extra=()) -> dict:
+    """One run of a timer: {"median", each phase, "result"}, in seconds. It prints a line
+    starting `<library>_<task>` (extra: arguments after the usual ones)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    argv = [timer, model, str(count)] + (["100"] if task == "infer" else [])
+    argv = [timer, model, str(count)] + (["100"] if task == "infer" else []) + list(extra)
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    prefix = f"ftorch_{task}"
+    prefix = f"{library}_{task}"
     lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
     if not lines:
         print(f"ftorch_host: {timer} printed no '{prefix}' line (exit {done.returncode}; stderr: "
@@ -75,11 +76,13 @@ def timer_run(task: str, timer: str, model: str, count: int) -> dict:
             "result": str(values.get("result", "PASSED" if done.returncode == 0 else "FAILED"))}
 
 
-def couplescope_run(task: str, host: str, ftorch_dir: str, count: int) -> dict:
-    """One couplescope run through the library API: SimpleNet, 1 thread, on `host`."""
+def couplescope_run(task: str, host: str, ftorch_dir: str, count: int, **fields) -> dict:
+    """One couplescope run through the library API: SimpleNet, 1 thread, on `host` (fields:
+    more of the RunSpec's, such as a library host's install)."""
     import couplescope
 
-    fields = {"ftorch_dir": ftorch_dir} if host == "ftorch" else {}
+    if host == "ftorch":
+        fields["ftorch_dir"] = ftorch_dir
     spec = couplescope.RunSpec(model="simplenet", task=task, host=host, threads=1, iterations=count,
                                warmup=100 if task == "infer" else 1, profile_iterations=0, **fields)
     doc = couplescope.run(spec)
@@ -112,25 +115,33 @@ def compare(task: str, args, timer: str, model: str, count: int) -> None:
         print(f"{r + 1:>5}  {us(t)}  {us(runs['ftorch'][-1]['median'])} {runs['ftorch'][-1]['median'] / t:7.3f}"
               f"  {us(runs['native'][-1]['median'])} {runs['native'][-1]['median'] / t:7.3f}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    summary(runs, PHASES[task], "ftorch")
+
+
+def summary(runs: dict[str, list[dict]], phases, judged: str, within: float = WITHIN) -> None:
+    """The median of each side's per-round medians, its ratio to the timer's (overall and per
+    round; `judged`'s against the target), and the per-phase medians side by side."""
+    sides = list(runs)
+    width = max(8, *(len(s) for s in sides))
     med = {s: statistics.median(x["median"] for x in runs[s]) for s in sides}
     print("median of the per-round medians, and its ratio to the timer's (per round):")
     for s in sides:
         per_round = [x["median"] / t["median"] for x, t in zip(runs[s], runs["timer"])]
         verdict = ""
-        if s == "ftorch":
+        if s == judged:
             ratio = med[s] / med["timer"]
-            verdict = f"  ({'within' if abs(ratio - 1) <= WITHIN else 'NOT within'} {WITHIN:.0%} of the timer's)"
+            verdict = f"  ({'within' if abs(ratio - 1) <= within else 'NOT within'} {within:.0%} of the timer's)"
         checks = ", ".join(sorted({x["result"] for x in runs[s]}))
-        print(f"  {s:<7} {us(med[s])} us  ratio {med[s] / med['timer']:.3f} "
+        print(f"  {s:<{width}} {us(med[s])} us  ratio {med[s] / med['timer']:.3f} "
               f"({', '.join(f'{x:.3f}' for x in per_round)}){verdict}; checks: {checks}")
     print("per phase, median of the per-round medians (us):")
-    print(f"  {'phase':<11}" + "".join(f" {s:>8}" for s in sides))
-    for phase in PHASES[task]:
+    print(f"  {'phase':<11}" + "".join(f" {s:>{width}}" for s in sides))
+    for phase in phases:
         cells = []
         for s in sides:
             values = [x["phases"].get(phase) for x in runs[s] if x["phases"].get(phase) is not None]
             cells.append(us(statistics.median(values)) if values else us(None))
-        print(f"  {phase:<11}" + "".join(f" {c}" for c in cells))
+        print(f"  {phase:<11}" + "".join(f" {c:>{width}}" for c in cells))
 
 
 def main() -> None:

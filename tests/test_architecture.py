@@ -79,7 +79,7 @@ def test_list_imports_no_torch_and_says_what_the_imported_models_say():
     for name, shown in listed.items():
         w = catalogue.load(name)   # imports the model (and torch)
         assert shown == {"summary": w.summary, "size_name": w.size_name, "default_size": w.default_size,
-                         "dtype": w.dtype, "train_steps": w.train_steps}, name
+                         "dtype": w.dtype, "train_steps": w.train_steps, "train_optimizer": w.train_optimizer}, name
 
 
 def test_a_model_with_computed_attributes_is_imported_to_be_listed(tmp_path):
@@ -101,7 +101,7 @@ def test_a_model_with_computed_attributes_is_imported_to_be_listed(tmp_path):
         assert model_info.info("computed_model") is None
         assert model_info.info("constant_model") == {"summary": "a constant one", "size_name": "size",
                                                      "default_size": 8192, "dtype": "float64",
-                                                     "train_steps": None}
+                                                     "train_steps": None, "train_optimizer": "sgd"}
     finally:
         sys.path.remove(str(tmp_path))
 

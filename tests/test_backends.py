@@ -109,13 +109,16 @@ def test_torchscript_coupling_wraps_host_memory_without_a_copy():
         prepared = prepare(spec, backends.get(spec.backend), tmp)
         coupling = prepared.coupling
         coupling.load()
-        for name, array in prepared.arrays.items():
-            tensor = coupling.wrap(name, array)
-            assert tensor.data_ptr() == array.ctypes.data
-            assert np.array_equal(tensor.numpy(), array)
-        before = {n: o.ctypes.data for n, o in prepared.outputs.items()}
-        prepared.poison_outputs()
-        coupling.call()
-        assert {n: o.ctypes.data for n, o in prepared.outputs.items()} == before
-        err, passed, _ = prepared.check()
-        assert passed and err <= prepared.tolerance
+        try:
+            for name, array in prepared.arrays.items():
+                tensor = coupling.wrap(name, array)
+                assert tensor.data_ptr() == array.ctypes.data
+                assert np.array_equal(tensor.numpy(), array)
+            before = {n: o.ctypes.data for n, o in prepared.outputs.items()}
+            prepared.poison_outputs()
+            coupling.call()
+            assert {n: o.ctypes.data for n, o in prepared.outputs.items()} == before
+            err, passed, _ = prepared.check()
+            assert passed and err <= prepared.tolerance
+        finally:
+            coupling.close()   # leaves the grad mode it entered at load: later tests in this process train

@@ -87,8 +87,8 @@ def test_forpy_options_apply_to_the_forpy_host_only(tmp_path, no_forpy_env):
     (("--layout", "c"), "Fortran-ordered views only"),
     (("--bridge-model", "compiled"), "not compiled"),
     (("--backend", "mpi", "--inner-backend", "bridge", "--task", "train"), "data-parallel training"),
-    (("--backend", "torchscript"), "backend 'torchscript' runs on the native or python or ftorch host only, "
-                                   "not --host forpy"),
+    (("--backend", "torchscript"), "backend 'torchscript' runs on the native or python or ftorch or pytorch-fortran "
+                                   "host only, not --host forpy"),
 ], ids=["gpu", "float16", "layout-c", "compiled", "mpi-train", "torchscript"])
 def test_what_forpy_cannot_make_is_refused_in_one_line(tmp_path, no_forpy_env, args, words):
     source = fake_forpy(tmp_path / "forpy")

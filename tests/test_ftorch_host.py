@@ -230,7 +230,7 @@ def test_training_through_the_users_ftorch_checks_the_first_step_and_learns():
 def test_a_model_the_users_libtorch_cannot_load_is_one_line_naming_both_versions(tmp_path):
     """What the driver's death on torch_model_load becomes (FTorch prints "[ERROR]: ..." and
     exits): the user's libtorch, the torch that saved the file, FTorch's own words."""
-    from couplescope.backends.hosts.driver.ftorch_coupling import load_refusal
+    from couplescope.backends.hosts.driver.library_coupling import load_refusal
 
     facts = {"library_dir": "/opt/ftorch/lib/cmake/FTorch", "torch_version": "2.1.0"}
     error = ("the ftorch driver stopped (exit code 1): [ERROR]: version_ <= kMaxSupportedFileFormatVersion "

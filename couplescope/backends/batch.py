@@ -52,6 +52,9 @@ class BatchRunner:
         self.inputs = inputs or {}
         self.bytes = sum(a.nbytes for a in outputs.values())
         self.capacity = max(1, min(MAX_BATCH, MAX_SNAPSHOT_BYTES // max(self.bytes, 1)))
+        #: the host outputs' memory order, which a snapshot's bytes are in (Fortran's, unless
+        #: the host lays its arrays out row-major: the pytorch-fortran host)
+        self.order = "F"
         self._nan = {n: np.full(a.shape, np.nan, dtype=a.dtype, order="F") for n, a in outputs.items()}
         self._snapshots = {n: np.empty((self.capacity, a.nbytes), dtype=np.uint8) for n, a in outputs.items()}
         self.per_call = None   # seconds, from the last batch
@@ -82,7 +85,7 @@ class BatchRunner:
         same = self._same_as_judged(len(raw))
         records = []
         for i, (seconds, phases, error, extra) in enumerate(raw):
-            outputs = {n: self._snapshots[n][i].view(a.dtype).reshape(a.shape, order="F")
+            outputs = {n: self._snapshots[n][i].view(a.dtype).reshape(a.shape, order=self.order)
                        for n, a in self.outputs.items()}
             records.append((seconds, phases, error or None, outputs, bool(same[i]), extra))
         if raw:

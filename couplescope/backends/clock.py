@@ -11,9 +11,10 @@ from time import perf_counter
 
 #: Phase names, in the order they happen. Backends use these and nothing else. A training
 #: step (--task train) has zero_grad, forward, loss, backward, allreduce (MPI) and step, or
-#: replay (a step captured into one CUDA Graph, which cannot be split).
+#: replay (a step captured into one CUDA Graph, which cannot be split), or train (a step a
+#: library makes in one call, which cannot be split either: pytorch-fortran's train).
 PHASES = ("load", "marshal_in", "h2d", "zero_grad", "forward", "loss", "backward", "allreduce",
-          "step", "replay", "d2h", "marshal_out")
+          "step", "replay", "train", "d2h", "marshal_out")
 RANGE_PREFIX = "couplescope/"
 
 

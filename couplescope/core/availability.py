@@ -17,7 +17,7 @@ from couplescope.protocol.spec import RunSpec
 
 @dataclass
 class Catalogue:
-    #: name -> {"size_name", "default_size", "dtype", "summary", "train_steps"}
+    #: name -> {"size_name", "default_size", "dtype", "summary", "train_steps", "train_optimizer"}
     models: dict = field(default_factory=dict)
     #: name -> (summary, why unavailable or None)
     backends: dict = field(default_factory=dict)
@@ -51,8 +51,7 @@ def read_catalogue(with_devices: bool = True) -> Catalogue:
             continue
         try:
             w = catalogue.load(name)
-            out.models[name] = {"size_name": w.size_name, "default_size": w.default_size,
-                                "dtype": w.dtype, "summary": w.summary, "train_steps": w.train_steps}
+            out.models[name] = {field: getattr(w, field) for field in model_info.FIELDS}
         except Exception as exc:  # one broken model must not hide the others
             out.errors.append(f"model {name}: {type(exc).__name__}: {exc}")
     for name in backends.names():

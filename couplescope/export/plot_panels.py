@@ -25,11 +25,11 @@ import textwrap
 from couplescope.results import stats
 
 PHASE_ORDER = ("marshal_in", "h2d", "zero_grad", "forward", "loss", "backward", "allreduce", "step",
-               "replay", "d2h", "marshal_out", "load")
+               "replay", "train", "d2h", "marshal_out", "load")
 PHASE_COLORS = {"marshal_in": "tab:cyan", "h2d": "tab:purple", "forward": "tab:green", "d2h": "tab:olive",
                 "marshal_out": "tab:blue", "load": "tab:red", "other": "tab:gray",
                 "zero_grad": "lightgray", "loss": "gold", "backward": "tab:orange", "allreduce": "tab:brown",
-                "step": "tab:pink", "replay": "darkgreen"}
+                "step": "tab:pink", "replay": "darkgreen", "train": "darkviolet"}
 #: a range at least this wide (max / min) gets a log axis
 LOG_RANGE = 10.0
 

@@ -90,7 +90,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", str, None, "who makes the calls: native (C++ against libtorch replicating what "
            "a Fortran code pays through FTorch or forpy; compiled on first use and cached), python "
            "(the worker's Python loop, what a Python code pays), or the user's own library called "
-           "from Fortran (ftorch); a comma list runs each (see --list)",
+           "from Fortran (ftorch, forpy, pytorch-fortran); a comma list runs each (see --list)",
            _WHAT, source="hosts", sweep=True, metavar="NAME[,NAME]",
            default_text="native where it can be built, else python"),
     Option("ftorch_dir", str, None, "where the user's FTorch is installed (the prefix given to "
@@ -101,8 +101,12 @@ OPTIONS: tuple[Option, ...] = (
            "projects copy into their tree), or the folder holding it, for --host forpy",
            _WHAT, hosts=("forpy",), metavar="FILE", label="forpy source",
            default_text="FORPY_SOURCE"),
+    Option("pytorch_fortran_dir", str, None, "where the user's pytorch-fortran is installed (the prefix "
+           "its make script installs into, or the folder holding pytorch_fort_proxy-config.cmake), for "
+           "--host pytorch-fortran", _WHAT, hosts=("pytorch-fortran",), metavar="PREFIX",
+           label="pytorch-fortran", default_text="pytorch_fort_proxy_DIR, else CMAKE_PREFIX_PATH"),
     Option("fc", str, None, "the Fortran compiler a library host's driver is built with",
-           _WHAT, hosts=("ftorch", "forpy"), metavar="COMPILER", label="Fortran compiler",
+           _WHAT, hosts=("ftorch", "forpy", "pytorch-fortran"), metavar="COMPILER", label="Fortran compiler",
            default_text="$FC, else gfortran"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
            "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from couplescope.results import paired
 
 #: spec fields that say who makes the calls (and where its library is): the rest must match
-HOST_FIELDS = ("host", "name", "ftorch_dir", "fc", "forpy_source")
+HOST_FIELDS = ("host", "name", "ftorch_dir", "fc", "forpy_source", "pytorch_fortran_dir")
 WHOLE = "call"
 
 
@@ -30,6 +30,13 @@ def phase_by_round(steps: list[dict], phase: str | None) -> dict[int, list[float
         if value is not None:
             out.setdefault(it["round"], []).append(value)
     return out
+
+
+def makes(steps: list[dict], phase: str | None) -> bool:
+    """Whether a variant's iterations have the phase at all (every one has the whole call):
+    a host whose library makes a training step in one call (pytorch-fortran's train) has
+    no zero_grad, forward, loss, backward or step, and the native host no train."""
+    return phase is None or any(phase in (it.get("phases") or {}) for it in steps)
 
 
 def _median(values: list[float]) -> float | None:
@@ -47,7 +54,7 @@ def same_calls_other_hosts(variants: list) -> bool:
 
 def host_comparison(rows: list[dict], variants: dict) -> dict | None:
     """{"base", "names", "phases": [{"phase", "cells": {name: {"median", "ratio", "low",
-    "high"}}}]} for a run whose variants make the same calls from different hosts; None
+    "high"} or {"median": None, "absent": True} where the host has no such phase}}]} for a run whose variants make the same calls from different hosts; None
     otherwise. `rows`: the builder's comparison rows (their order and baseline)."""
     chosen = [variants[r["name"]] for r in rows if r["name"] in variants]
     if not same_calls_other_hosts(chosen):
@@ -64,12 +71,16 @@ def host_comparison(rows: list[dict], variants: dict) -> dict | None:
     for phase in [*order, None]:
         base_rounds = phase_by_round(variants[base].steps, phase)
         cells = {}
+        base_makes = phase is None or makes(variants[base].steps, phase)
         for name in names:
             steps = variants[name].steps
+            if not makes(steps, phase):
+                cells[name] = {"median": None, "absent": True}
+                continue
             values = [it["seconds"] if phase is None else (it.get("phases") or {}).get(phase, 0.0)
                       for it in steps]
             cell = {"median": _median(values)}
-            if name != base and cell["median"]:
+            if name != base and cell["median"] and base_makes:
                 pair = paired.paired_ratio(base_rounds, phase_by_round(steps, phase))
                 if pair is not None:
                     cell.update(ratio=pair["ratio"], low=pair["low"], high=pair["high"])

@@ -71,12 +71,24 @@ def train_steps(model: str) -> int | None:
     model's file without importing torch where it can be. None: the default --iterations
     (a user's file has no learning task to judge)."""
     check_model_name(model)
-    if is_user_model(model):
-        return None
+    return None if is_user_model(model) else _described(model, "train_steps")
+
+
+def train_optimizer(model: str) -> str:
+    """The optimizer --task train uses for `model` when --optimizer is not given (the
+    Workload's `train_optimizer`), read without importing torch where it can be; "sgd"
+    for a user's file."""
+    check_model_name(model)
+    return "sgd" if is_user_model(model) else _described(model, "train_optimizer")
+
+
+def _described(model: str, field: str):
+    """A catalogue Workload's class attribute, from its file's syntax tree where it can be
+    (couplescope.workloads.model_info), else from the imported model."""
     from couplescope.workloads import model_info
 
     described = model_info.info(f"{MODELS_PACKAGE}.{model.replace('-', '_')}")
-    return described["train_steps"] if described is not None else load(model).train_steps
+    return described[field] if described is not None else getattr(load(model), field)
 
 
 def load(model: str, input_shape=None, dtype=None):

@@ -5,7 +5,8 @@ would cost (about a second, several on a busy machine). The listing needs only t
 Workload's plain class attributes (name, summary, size name, default size, dtype), which
 are constants in the class body, so they are read from the file's syntax tree. The
 parent reads `train_steps` the same way: the steps --task train makes when --iterations is
-not given (couplescope.workloads.catalogue.train_steps). A model
+not given (couplescope.workloads.catalogue.train_steps), and `train_optimizer` (a host
+that has one optimizer refuses the others before a worker starts). A model
 whose attributes are not constants there (computed, or inherited from a class in
 another file) is imported as before: `info()` returns None for it.
 """
@@ -18,14 +19,15 @@ import operator
 
 #: the attributes a listing (and the parent) reads, and the Workload base class's defaults
 #: for them (couplescope.workloads.base.Workload)
-FIELDS = {"summary": "", "size_name": "size", "default_size": 1, "dtype": "float32", "train_steps": None}
+FIELDS = {"summary": "", "size_name": "size", "default_size": 1, "dtype": "float32", "train_steps": None,
+          "train_optimizer": "sgd"}
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
               ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
 
 
 def info(module_name: str) -> dict | None:
-    """{"summary", "size_name", "default_size", "dtype", "train_steps"} of the model module (e.g.
+    """{"summary", "size_name", "default_size", "dtype", "train_steps", "train_optimizer"} of the model module (e.g.
     couplescope.models.simplenet), or None when they cannot be read without importing it."""
     try:
         spec = importlib.util.find_spec(module_name)

@@ -21,6 +21,7 @@ REGISTRY = {
     "python": "couplescope.backends.hosts.python",
     "ftorch": "couplescope.backends.hosts.ftorch",
     "forpy": "couplescope.backends.hosts.forpy",
+    "pytorch-fortran": "couplescope.backends.hosts.pytorch_fortran",
 }
 
 

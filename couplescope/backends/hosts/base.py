@@ -9,7 +9,8 @@ one line in `couplescope.backends.hosts.REGISTRY`. It declares:
   what it is        name, summary, requires (in words), default_candidate
   what it serves    calls: (backend, task) -> the Coupling that makes those calls on this
                     host ("module:attribute", imported in the worker only); the python
-                    host serves every backend for every task the backend declares
+                    host serves every backend for every task the backend declares;
+                    train_calls: the --train-call forms its training step is made in
   may it run here   unavailable(spec): one line naming what is missing, or None;
                     validate(spec): refuse what it cannot make (a device, a dtype, a loss)
   its build         needs_build, key_inputs, build_key, build_dir, ensure_built, cache_state,
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import importlib
 
+from couplescope.protocol.options import TRAIN_CALLS
+
 
 class Host:
     """A host's registry object. Override what differs."""
@@ -39,6 +42,9 @@ class Host:
     default_candidate = False
     #: (backend name, task) -> "module:attribute" of the Coupling making those calls here
     calls: dict = {}
+    #: the --train-call forms its training step is made in (every one, unless the host's
+    #: library has fewer); the first is what a test that trains on every host asks for
+    train_calls: tuple[str, ...] = TRAIN_CALLS
 
     @property
     def label_part(self) -> str:

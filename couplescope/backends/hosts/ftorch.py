@@ -23,6 +23,7 @@ from couplescope.backends.hosts.base import Host
 from couplescope.backends.hosts.driver.ftorch_install import (CONFIG_NAME, NOT_FOUND, find_config,
                                                               fortran_compiler, library_version,
                                                               missing_tools)
+from couplescope.backends.hosts.driver.ftorch_program import TRAIN_CALLS
 from couplescope.protocol.errors import UsageError
 
 class FTorchHost(Host):
@@ -34,6 +35,7 @@ class FTorchHost(Host):
         ("torchscript", "infer"): "couplescope.backends.hosts.driver.ftorch_coupling:FTorchCoupling",
         ("torchscript", "train"): "couplescope.backends.hosts.driver.ftorch_coupling:FTorchCoupling",
     }
+    train_calls = TRAIN_CALLS
 
     def unavailable(self, spec=None) -> str | None:
         config, looked = find_config(spec)
@@ -42,8 +44,6 @@ class FTorchHost(Host):
         return missing_tools(spec)
 
     def validate(self, spec) -> None:
-        from couplescope.backends.hosts.driver.ftorch_program import TRAIN_CALLS
-
         if spec.device != "cpu":
             raise UsageError(f"--host ftorch makes CPU calls only so far, not --device {spec.device}; "
                              "--host native replicates FTorch on a GPU")
@@ -51,9 +51,9 @@ class FTorchHost(Host):
             raise UsageError("--host ftorch: FTorch's torch_tensor_from_array takes real32 and real64 "
                              "arrays, not --dtype float16")
         if spec.task == "train":
-            if spec.train_call not in TRAIN_CALLS:
+            if spec.train_call not in self.train_calls:
                 raise UsageError(f"--host ftorch trains as FTorch does: --train-call "
-                                 f"{' or '.join(TRAIN_CALLS)}, not {spec.train_call}")
+                                 f"{' or '.join(self.train_calls)}, not {spec.train_call}")
             if spec.loss != "mse":
                 raise UsageError("--host ftorch: FTorch makes the mse loss (torch_tensor_mean of the "
                                  "squared difference, or torch_loss_mse), not --loss " + spec.loss)

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from couplescope.frontends import formatting as fmt
 
+#: a cell of a phase the host does not make (pytorch-fortran's train is one call: no
+#: zero_grad, forward, loss, backward or step of its own; the native host has no train)
+ABSENT = "—"
+
 
 def host_phase_table(comparison: dict, hosts: dict) -> str:
     """`comparison`: results.phase_pairs.host_comparison's; `hosts`: variant name -> host."""
@@ -20,15 +24,22 @@ def host_phase_table(comparison: dict, hosts: dict) -> str:
     body = []
     for row in comparison["phases"]:
         cells = row["cells"]
-        line = [row["phase"], fmt.seconds(cells[base]["median"])]
+        line = [row["phase"], median_text(cells[base])]
         for n in others:
             cell = cells[n]
             ratio = cell.get("ratio")
             interval = (f" ({cell['low']:.2f}–{cell['high']:.2f})" if cell.get("low") is not None else "")
-            line += [fmt.seconds(cell["median"]), (f"{ratio:.2f}x{interval}" if ratio else "n/a")]
+            unmade = cell.get("absent") or cells[base].get("absent")
+            line += [median_text(cell), ABSENT if unmade else (f"{ratio:.2f}x{interval}" if ratio else "n/a")]
         body.append(line)
     table = fmt.table(headers, body, right=set(range(1, len(headers))))
     paired = any(c.get("low") is not None for r in comparison["phases"] for c in r["cells"].values())
     how = ("ratio from same-round pairs, 95% interval" if paired
            else "ratio of the medians: one round, no interval")
-    return f"per phase, by host (median; {how}):\n" + table
+    absent = any(c.get("absent") for r in comparison["phases"] for c in r["cells"].values())
+    note = f"\n{ABSENT}: that host has no such phase" if absent else ""
+    return f"per phase, by host (median; {how}):\n" + table + note
+
+
+def median_text(cell: dict) -> str:
+    return ABSENT if cell.get("absent") else fmt.seconds(cell["median"])

@@ -23,10 +23,12 @@ from couplescope.results import stats
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
 KIND_LEGEND = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}
 #: a colour per phase (backends/clock.py's names), plotext's; "+" is the bright one. A
-#: training step's phases are zero_grad, forward, loss, backward, allreduce (MPI) and step
+#: training step's phases are zero_grad, forward, loss, backward, allreduce (MPI) and step,
+#: or one that cannot be split: replay (a CUDA Graph), train (pytorch-fortran's one call)
 PHASE_COLORS = {"marshal_in": "cyan", "h2d": "magenta", "forward": "green", "d2h": "yellow",
                 "marshal_out": "blue", "load": "red", "zero_grad": "cyan+", "loss": "red+",
-                "backward": "orange", "allreduce": "yellow+", "step": "magenta+", "replay": "blue+"}
+                "backward": "orange", "allreduce": "yellow+", "step": "magenta+", "replay": "blue+",
+                "train": "green+"}
 MAX_TABLE_ROWS = 500
 MAX_PLOT_POINTS = 600
 

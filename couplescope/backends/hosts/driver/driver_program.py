@@ -52,14 +52,37 @@ def call_arrays(c: int, call: CallSignature, train: bool) -> list[tuple[str, Arr
     return arrays + ([(f"t{c}", call.output)] if train else [])
 
 
-def array_lines(name: str, a: Array, attributes: str = "") -> tuple[list[str], list[str], list[str]]:
+def signature_text(calls) -> str:
+    """The call signature in words, for the program's header comment."""
+    return "; ".join(f"call {c}: " + ", ".join(f"{a.kind}({shape_text(a.rank)})" for a in call.inputs)
+                     + f" -> {call.output.kind}({shape_text(call.output.rank)})" for c, call in enumerate(calls, 1))
+
+
+def phase_rows(ncalls: int, nphases: int) -> list[str]:
+    """The timings row of an iteration whose workload calls each read the clock between
+    their phases (c<call>_t0 .. c<call>_t<nphases>): row(1) the whole, from the first
+    call's first read to the last call's last; row(1 + k) phase k summed over the calls."""
+    rows = [f"    row(1) = clock_seconds(c1_t0, c{ncalls}_t{nphases}, rate)"]
+    for k in range(1, nphases + 1):
+        terms = " + ".join(f"clock_seconds(c{c}_t{k - 1}, c{c}_t{k}, rate)" for c in range(1, ncalls + 1))
+        rows.append(f"    row({k + 1}) = {terms}")
+    return rows
+
+
+def array_lines(name: str, a: Array, attributes: str = "",
+                reversed_dims: bool = False) -> tuple[list[str], list[str], list[str]]:
     """(declarations, configuration reads, mapping) of one host array: a pointer into the
     shared file, its offset and shape read from the configuration, and its layout
-    permutation (FTorch's layout argument; 1..rank unless --layout c)."""
+    permutation (FTorch's layout argument; 1..rank unless --layout c). With
+    `reversed_dims` the pointer's dimensions are the tensor's reversed, as
+    pytorch-fortran's users declare their arrays (its README: the row-major tensor's
+    memory, read from Fortran), and there is no layout argument."""
     decl = [f"  real({a.kind}), pointer, contiguous{attributes} :: {name}({shape_text(a.rank)})",
-            f"  integer(int64) :: off_{name}, shape_{name}({a.rank})",
-            f"  integer :: layout_{name}({a.rank})"]
+            f"  integer(int64) :: off_{name}, shape_{name}({a.rank})"]
     reads = [f"  read(config_unit, *) off_{name}, shape_{name}"]
+    if reversed_dims:
+        return decl, reads, [f"  call c_f_pointer(at(off_{name}), {name}, shape_{name}({a.rank}:1:-1))"]
+    decl.append(f"  integer :: layout_{name}({a.rank})")
     maps = [f"  call c_f_pointer(at(off_{name}), {name}, shape_{name})",
             f"  layout_{name} = layout_of({a.rank})"]
     return decl, reads, maps

@@ -12,12 +12,11 @@ backward, step.
 from __future__ import annotations
 
 import os
-import zipfile
 
 from couplescope.backends.hosts.driver import ftorch_install as ftorch
 from couplescope.backends.hosts.driver import ftorch_program as program
 from couplescope.backends.hosts.driver.build import DriverBuild, driver_files
-from couplescope.backends.hosts.driver.library_coupling import LibraryCoupling
+from couplescope.backends.hosts.driver.library_coupling import LibraryCoupling, torchscript_load_failure
 from couplescope.protocol.errors import UsageError
 
 
@@ -33,26 +32,6 @@ def signature(ctx) -> program.Signature:
     return program.Signature(calls, task=ctx.spec.task, train_call=ctx.spec.train_call,
                              reload=bool(ctx.spec.reload_every_call) and ctx.spec.task != "train",
                              layout=ctx.spec.layout)
-
-
-def archive_version(path: str) -> str:
-    """The TorchScript file's format version (its archive's `version` record), or ""."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = [n for n in z.namelist() if n.endswith("/version") or n == "version"]
-            return z.read(names[0]).decode().strip() if names else ""
-    except (OSError, zipfile.BadZipFile, KeyError):
-        return ""
-
-
-def load_refusal(facts: dict, path: str, saved_by: str | None, error: str) -> str:
-    """One line: which FTorch and libtorch could not load which file, saved by which torch
-    (the worker's, for a model it saved; else the file's format version), and why."""
-    made = (f"saved by torch {saved_by}" if saved_by
-            else f"TorchScript file format {archive_version(path) or 'unknown'}")
-    reason = error.split(": ", 1)[1] if error.startswith("the ftorch driver stopped") else error
-    return (f"the FTorch at {facts.get('library_dir') or '?'} (libtorch {facts.get('torch_version') or '?'}) "
-            f"cannot load {os.path.basename(path)} ({made}): {reason}")
 
 
 class FTorchCoupling(LibraryCoupling):
@@ -90,8 +69,4 @@ class FTorchCoupling(LibraryCoupling):
 
     def load_failure(self, error: str) -> Exception:
         """A model the user's libtorch cannot load: one line naming both versions."""
-        import torch
-
-        path = self.ctx.torchscript_path
-        users_file = self.ctx.spec.model.endswith((".pt", ".pth"))
-        return UsageError(load_refusal(self.build_facts, path, None if users_file else torch.__version__, error))
+        return torchscript_load_failure(self, "FTorch", error)

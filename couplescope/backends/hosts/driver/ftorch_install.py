@@ -2,8 +2,9 @@
 
 FTorch installs a CMake package config (FTorchConfig.cmake); find_package finds it from
 FTorch_DIR or a prefix in CMAKE_PREFIX_PATH. The ftorch host looks the same way, first in
---ftorch-dir, and hands CMake the folder it found, so the driver is built against the
-install the user named. Cheap: files and environment variables only.
+--ftorch-dir (couplescope.backends.hosts.driver.package_config), and hands CMake the
+folder it found, so the driver is built against the install the user named. Cheap: files
+and environment variables only.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import os
 import shutil
 
 from couplescope.backends.hosts.driver.build import fortran_compiler, missing_compiler
+from couplescope.backends.hosts.driver.package_config import PackageConfig
 
 __all__ = ["CONFIG_NAME", "NOT_FOUND", "find_config", "install_files", "library_version", "fortran_compiler",
            "missing_tools"]
 
 CONFIG_NAME = "FTorchConfig.cmake"
+PACKAGE = PackageConfig("FTorch", CONFIG_NAME, field="ftorch_dir", option="--ftorch-dir")
 NOT_FOUND = "FTorch not found: pass --ftorch-dir PREFIX or set FTorch_DIR"
 
 
@@ -25,24 +28,7 @@ def find_config(spec=None) -> tuple[str | None, str]:
     """(the directory holding FTorchConfig.cmake or None, where it was looked for): from
     --ftorch-dir, else FTorch_DIR, else each CMAKE_PREFIX_PATH entry, as find_package looks
     in a prefix (lib/cmake/FTorch, lib64/cmake/FTorch, share/cmake/FTorch, or the folder)."""
-    given = getattr(spec, "ftorch_dir", None) if spec is not None else None
-    if given:
-        candidates, source = [given], f"--ftorch-dir {given}"
-    elif os.environ.get("FTorch_DIR"):
-        candidates, source = [os.environ["FTorch_DIR"]], f"FTorch_DIR={os.environ['FTorch_DIR']}"
-    elif os.environ.get("CMAKE_PREFIX_PATH"):
-        candidates = [p for p in os.environ["CMAKE_PREFIX_PATH"].split(os.pathsep) if p]
-        source = "CMAKE_PREFIX_PATH"
-    else:
-        return None, ""
-    for root in candidates:
-        root = os.path.abspath(os.path.expanduser(root))
-        for sub in ("", "lib/cmake/FTorch", "lib64/cmake/FTorch", "share/cmake/FTorch",
-                    "cmake", "lib/cmake", "lib64/cmake"):
-            folder = os.path.join(root, sub) if sub else root
-            if os.path.isfile(os.path.join(folder, CONFIG_NAME)):
-                return os.path.realpath(folder), source
-    return None, source
+    return PACKAGE.find(spec)
 
 
 def install_files(config_dir: str) -> list[str]:

@@ -13,6 +13,7 @@ binary records in the shared file, written after each iteration's last clock rea
 from __future__ import annotations
 
 import os
+import zipfile
 
 import numpy as np
 
@@ -21,11 +22,44 @@ from couplescope.backends.batch import BATCH_SECONDS, MAX_BATCH, MAX_SNAPSHOT_BY
 from couplescope.backends.hosts.driver.build import DriverBuild, ensure_built, facts
 from couplescope.backends.hosts.driver.process import DriverEnded, DriverProcess, DriverRaised, driver_env
 from couplescope.backends.hosts.driver.shared_file import SharedFile
+from couplescope.protocol.errors import UsageError
 
 
 def capacity_for(nbytes: int) -> int:
     """The most iterations a batch holds: BatchRunner's rule (MAX_BATCH, MAX_SNAPSHOT_BYTES)."""
     return max(1, min(MAX_BATCH, MAX_SNAPSHOT_BYTES // max(nbytes, 1)))
+
+
+def archive_version(path: str) -> str:
+    """The TorchScript file's format version (its archive's `version` record), or ""."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = [n for n in z.namelist() if n.endswith("/version") or n == "version"]
+            return z.read(names[0]).decode().strip() if names else ""
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return ""
+
+
+def load_refusal(facts: dict, path: str, saved_by: str | None, error: str, library: str = "FTorch",
+                 driver: str = "the ftorch driver") -> str:
+    """One line: which library and libtorch could not load which file, saved by which torch
+    (the worker's, for a model it saved; else the file's format version), and why."""
+    made = (f"saved by torch {saved_by}" if saved_by
+            else f"TorchScript file format {archive_version(path) or 'unknown'}")
+    reason = error.split(": ", 1)[1] if error.startswith(f"{driver} stopped") else error
+    return (f"the {library} at {facts.get('library_dir') or '?'} (libtorch {facts.get('torch_version') or '?'}) "
+            f"cannot load {os.path.basename(path)} ({made}): {reason}")
+
+
+def torchscript_load_failure(coupling, library: str, error: str) -> UsageError:
+    """A TorchScript file the user's libtorch cannot load (its driver died loading it): one
+    line naming both versions (load_refusal)."""
+    import torch
+
+    path = coupling.ctx.torchscript_path
+    users_file = coupling.ctx.spec.model.endswith((".pt", ".pth"))
+    return UsageError(load_refusal(coupling.build_facts, path, None if users_file else torch.__version__, error,
+                                   library, f"the {coupling.host} driver"))
 
 
 class LibraryCoupling(Coupling):
@@ -38,6 +72,10 @@ class LibraryCoupling(Coupling):
     phases: tuple[str, ...] = ()
     #: what the driver prints on stderr also goes to the run's output (a Python module's print())
     echo_output = False
+    #: the host arrays' memory order in the shared file: "F", the Fortran arrays of the
+    #: tensors' shapes; "C", the Fortran arrays declared with the dimensions reversed (a
+    #: library that reverses them itself: pytorch-fortran)
+    array_order = "F"
 
     @property
     def not_profiled(self) -> str:
@@ -177,11 +215,11 @@ class LibraryCoupling(Coupling):
         for prefix, arrays in (("in", ctx.arrays), ("out", ctx.outputs),
                                *((("target", ctx.extra["targets"]),) if self.training else ())):
             for name, a in list(arrays.items()):
-                shared = f.array(f"{prefix}:{name}", a.shape, a.dtype)
+                shared = f.array(f"{prefix}:{name}", a.shape, a.dtype, self.array_order)
                 shared[...] = a
                 arrays[name] = shared
         for name, a in ctx.outputs.items():
-            f.array(f"nan:{name}", a.shape, a.dtype)[...] = np.nan
+            f.array(f"nan:{name}", a.shape, a.dtype, self.array_order)[...] = np.nan
 
     # -- the calls -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -260,9 +298,10 @@ class DriverBatchRunner(BatchRunner):
         super().__init__(outputs, coupling.ctx.arrays)
         self.coupling = coupling
         self.capacity = coupling.capacity
+        self.order = coupling.array_order
         f = coupling.file
         # the NaN patterns and snapshots the driver copies live in the shared file
-        self._nan = {n: f.array(f"nan:{n}", a.shape, a.dtype) for n, a in outputs.items()}
+        self._nan = {n: f.array(f"nan:{n}", a.shape, a.dtype, self.order) for n, a in outputs.items()}
         self._snapshots = {n: f.bytes(f"snap:{n}", self.capacity, a.nbytes) for n, a in outputs.items()}
 
     def _calls(self, count: int, stop):

@@ -6,7 +6,8 @@ the whole process group; the worker ends the run, and its driver with it), and r
 end-of-file on its commands when the worker is gone. What the driver and the user's
 library print on stderr is kept (and, with `echo`, written to the worker's stderr, where
 the run's output is collected): the last lines say why a driver that stopped answering
-stopped (FTorch prints "[ERROR]: ..." and exits). A call that
+stopped (FTorch prints "[ERROR]: ..." and exits; an uncaught C++ exception, as
+pytorch-fortran rethrows libtorch's, is the runtime's "what(): ..." line). A call that
 raised (forpy's embedded Python) is answered "raised N TEXT": DriverRaised.
 """
 
@@ -51,6 +52,10 @@ class DriverProcess:
         #: module's print(): the run's output), besides being kept for why()
         self.echo = echo
         self.last_lines: collections.deque = collections.deque(maxlen=40)
+        #: an uncaught C++ exception's message (the runtime's "what(): ..." line before it
+        #: aborts: pytorch-fortran rethrows libtorch's), kept apart since the backtraces
+        #: printed after it push it out of last_lines
+        self.uncaught: str | None = None
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1, env=env,
                                      errors="replace", preexec_fn=_child_setup)
@@ -64,6 +69,8 @@ class DriverProcess:
 
         for line in self.proc.stderr:
             self.last_lines.append(line.rstrip("\n"))
+            if line.lstrip().startswith("what():"):
+                self.uncaught = line.strip()[len("what():"):].strip()
             if self.echo:
                 sys.stderr.write(line)
 
@@ -103,7 +110,7 @@ class DriverProcess:
         self._stderr.join(timeout=2)
         said = [line.strip() for line in self.last_lines if line.strip()]
         errors = [line for line in said if "[ERROR]" in line or "Error" in line or "error" in line]
-        last = (errors or said or ["it printed nothing"])[-1]
+        last = self.uncaught or (errors or said or ["it printed nothing"])[-1]
         how = f"exit code {code}" if code is not None and code >= 0 else (
             f"signal {-code}" if code is not None else "still running")
         return f"{self.what} stopped ({how}): {last}"

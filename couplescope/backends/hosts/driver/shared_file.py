@@ -5,8 +5,9 @@ was built with, which need not be the worker's torch), so the host arrays cannot
 worker's own numpy buffers. They live here instead: the worker lays out named regions
 (the host arrays, the outputs' NaN patterns and snapshots, the timings, a step's data
 rows, the weights read back), maps the file and works on numpy views of it, in the
-host's column-major order; the driver maps the same file and points Fortran arrays at the
-same bytes. Neither copies the other's data to make a call.
+host's order (column-major, or row-major for a library whose users declare their arrays
+with the dimensions reversed: pytorch-fortran); the driver maps the same file and points
+Fortran arrays at the same bytes. Neither copies the other's data to make a call.
 
 The file is made in the worker's scratch folder (couplescope.protocol.scratch), which is
 removed when the worker ends, whatever ends it.
@@ -48,12 +49,14 @@ class SharedFile:
             self._map = mmap.mmap(f.fileno(), size)
         self.total = size
 
-    def array(self, key: str, shape, dtype) -> np.ndarray:
-        """The region `key` as a column-major array (the host's layout)."""
+    def array(self, key: str, shape, dtype, order: str = "F") -> np.ndarray:
+        """The region `key` as an array in the host's layout: column-major (the Fortran
+        array of the tensor's shape), or with order "C" row-major (the Fortran array
+        declared with the dimensions reversed, as pytorch-fortran's users declare them)."""
         dtype = np.dtype(dtype)
         count = int(np.prod(shape)) if len(shape) else 1
         return np.ndarray(tuple(shape), dtype=dtype, buffer=self._map, offset=self.offsets[key],
-                          order="F") if count else np.empty(tuple(shape), dtype=dtype, order="F")
+                          order=order) if count else np.empty(tuple(shape), dtype=dtype, order=order)
 
     def bytes(self, key: str, rows: int, width: int) -> np.ndarray:
         """The region `key` as `rows` rows of `width` bytes (snapshots, a step's data)."""
