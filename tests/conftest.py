@@ -144,6 +144,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "mpi" in item.keywords or "cuda" in item.keywords:
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=_long_chains_first)
     try:
         import torch
 
@@ -156,6 +157,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+#: xdist groups that run one after another on one worker, longest first: under `--dist
+#: loadgroup` work is handed out in collection order, so a long chain collected last (the
+#: Slurm tests: minutes of waiting for queues and time limits) would run alone at the end
+#: while the other worker idles
+LONG_CHAINS = ("slurm", "coupling-matrix", "aoti-catalogue", "exported-run")
+
+
+def _long_chains_first(item) -> int:
+    for mark in item.iter_markers("xdist_group"):
+        name = mark.args[0] if mark.args else mark.kwargs.get("name")
+        if name in LONG_CHAINS:
+            return LONG_CHAINS.index(name)
+    return len(LONG_CHAINS)
 
 
 def pytest_collection_finish(session):

@@ -12,6 +12,7 @@ remove the packages they made when the session ends.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from couplescope.backends import aoti_package
 from couplescope.backends.base import CouplingContext
 from couplescope.backends.clock import PhaseClock
 from couplescope.backends.host_memory import strides_for
+from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads import catalogue
 
@@ -233,6 +235,15 @@ def test_every_exportable_catalogue_model_passes_through_aoti(catalogue_run, mod
     else:                  # the same key: the native variant's package, from the cache
         assert compile_ == {**compile_, "status": "cached", "seconds": 0.0}
         assert compile_["package"] == catalogue_run[(model, "native")]["compile"]["package"]
+
+
+@pytest.mark.e2e
+@pytest.mark.xdist_group("aoti-catalogue")
+def test_compiles_keep_inductor_s_precompiled_headers_for_the_next(catalogue_run):
+    """AOTInductor's two precompiled headers (about 15 s of every compile) are kept in
+    torch's compile cache, not in the worker's temporary folder that goes with it."""
+    headers = os.path.join(scratch.inductor_cache(), "precompiled_headers")
+    assert len(glob.glob(os.path.join(headers, "*.h.gch"))) >= 2, headers
 
 
 @pytest.mark.e2e

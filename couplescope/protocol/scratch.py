@@ -16,6 +16,7 @@ Standard library only: the parent, the worker and the exporters all use it.
 from __future__ import annotations
 
 import atexit
+import getpass
 import os
 import re
 import shutil
@@ -88,11 +89,25 @@ def worker_env() -> dict:
     """What a worker needs so that its temporary files land in a folder of its own inside
     this process's (the caller removes it when the worker has ended). torch's compile
     cache, which it keeps under the temporary directory by default, stays where it was."""
-    env = {"TMPDIR": subfolder("worker-")}
-    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-        user = re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USER") or str(os.getuid()))
-        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
-    return env
+    return {"TMPDIR": subfolder("worker-"), "TORCHINDUCTOR_CACHE_DIR": inductor_cache()}
+
+
+def inductor_cache() -> str:
+    """torch's compile cache: TORCHINDUCTOR_CACHE_DIR, else where torch keeps it by default
+    (under the temporary directory as this process sees it, not a worker's own)."""
+    return os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(tempfile.gettempdir(),
+                                                                      f"torchinductor_{_user()}")
+
+
+def _user() -> str:
+    """The user name as torch's inductor names its default cache folder
+    (torch._inductor.runtime.cache_dir_utils.default_cache_dir), so that a worker's compiles
+    share the cache of the user's other torch programs."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        name = f"uid_{os.getuid()}"
+    return re.sub(r'[\\/:*?"<>|]', "_", name)
 
 
 def remove() -> None:
