@@ -40,6 +40,10 @@ class Option:
     default_text: str = ""
     #: a comma list runs one variant per value (backend, size, host)
     sweep: bool = False
+    #: variants that differ in it are different series (couplescope.results.sweeps): False
+    #: for what only names a variant, is the sweep's own axis, or says how long to measure.
+    #: A spec written before the option existed has it at its `default`
+    series: bool = True
     #: the backends that read it (None: every backend); set but unread, it is refused
     backends: tuple[str, ...] | None = None
     #: the tasks that read it (None: every task)

@@ -86,7 +86,7 @@ OPTIONS: tuple[Option, ...] = (
            "list runs each", _WHAT, source="backends", sweep=True, metavar="NAME[,NAME]",
            label="backends"),
     Option("size", int, None, "the model's size parameter (see --list); a comma list sweeps it",
-           _WHAT, low=1, sweep=True, metavar="N[,N]", default_text="the model's own"),
+           _WHAT, low=1, sweep=True, metavar="N[,N]", default_text="the model's own", series=False),
     Option("host", str, None, "who makes the calls: native (C++ against libtorch replicating what "
            "a Fortran code pays through FTorch or forpy; compiled on first use and cached), python "
            "(the worker's Python loop, what a Python code pays), or the user's own library called "
@@ -127,16 +127,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("name", str, None, "the variant's name in tables, results and traces (several "
            "variants: -<size>, -<host>, -<backend> appended; with a preset of several variants, "
            "a prefix: NAME-<the preset's name for it>)", _WHAT, metavar="NAME",
-           default_text="made from model, backend and options"),
+           default_text="made from model, backend and options", series=False),
     # how to measure
     Option("warmup", int, 1, "warm-up iterations, checked and reported but never in the statistics",
-           _HOW, low=0, metavar="N", label="warm-up"),
+           _HOW, low=0, metavar="N", label="warm-up", series=False),
     Option("iterations", int, 10, "timed iterations; --task train: optimizer steps, by default the "
            "steps the model's learning task needs (simplenet 10000, as FTorch's example 11)", _HOW,
-           low=1, metavar="N"),
+           low=1, metavar="N", series=False),
     Option("threads", int, None, "torch intra-op threads in the worker", _HOW, low=1, metavar="N",
            default_text="torch's own"),
-    Option("seed", int, 0, "seed for weights and inputs", _HOW, low=0, metavar="N"),
+    Option("seed", int, 0, "seed for weights and inputs", _HOW, low=0, metavar="N", series=False),
     Option("reload_every_call", bool, False, "load the model inside every call (FTorch's looping "
            "example: what not to do)", _HOW, label="reload"),
     Option("memory_limit", str, None, "memory a variant may plan to use, e.g. 16G, or none; a size "
@@ -183,10 +183,10 @@ OPTIONS: tuple[Option, ...] = (
     # profiling and traces
     Option("profile_iterations", int, 3, "iterations profiled with torch.profiler after the timed "
            "ones, never in the statistics; 0 turns profiling off", _PROF, low=0, metavar="N",
-           label="profiled"),
+           label="profiled", series=False),
     Option("profile_max_ops", int, 10_000, "profile only when the window records at most N "
            "operators: a trace of an element-by-element model such as stride at N=512 would take "
-           "minutes and gigabytes", _PROF, low=1, metavar="N", label="profile max ops"),
+           "minutes and gigabytes", _PROF, low=1, metavar="N", label="profile max ops", series=False),
     Option("export", str, None, "write results.json, events.jsonl and traces to a new run "
            "directory in DIR", _PROF, scope=RUN, const="couplescope-runs", metavar="DIR",
            default_text="off; DIR defaults to ./couplescope-runs"),

@@ -10,18 +10,27 @@ variants (or anything with `spec` and `model`).
 
 from __future__ import annotations
 
+from couplescope.protocol.options import SPEC_OPTIONS
 from couplescope.results import stats
 from couplescope.results.labels import size_of
 
-#: spec fields that do not make a different series: the name, the size, how long to measure
-NOT_SERIES = ("name", "size", "warmup", "iterations", "profile_iterations", "profile_max_ops", "seed")
-
 
 def series_key(variant: dict, environment: dict | None = None) -> tuple:
-    """What a variant is apart from its size (and the torch it ran with)."""
+    """What a variant is apart from its size (and the torch it ran with): the value of
+    every spec option declared to split a series (`Option.series`,
+    couplescope/protocol/options.py), an option its spec does not hold read at its
+    declared default. A results document written before an option existed (no key) and
+    one written after it (the default) are then the same series, and adding an option
+    splits nothing; a spec key no declaration names (an option since removed) says
+    nothing this version can weigh, and is left out."""
     spec = variant.get("spec") or {}
-    fields = tuple(sorted((k, repr(v)) for k, v in spec.items() if k not in NOT_SERIES))
+    fields = tuple((o.name, repr(_plain(spec.get(o.name, o.default)))) for o in SPEC_OPTIONS if o.series)
     return fields + (("torch", (environment or {}).get("torch")),)
+
+
+def _plain(value):
+    """A value as results.json holds it (a tuple read back from JSON is a list)."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def is_sweep(variants: list[dict]) -> bool:

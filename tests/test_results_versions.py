@@ -1,0 +1,120 @@
+"""Results written by an older couplescope still load, plot, compare and form series.
+
+tests/fixtures/results-ad75b4d.json is the results.json of a real run made by main at
+commit ad75b4d (`couplescope --model simplenet --backend torchscript,bridge --iterations
+20 --rounds 2 --export DIR`), committed as it was written and never edited: every later
+version is tested against it. A spec option added since then is read at its declared
+default where an old document has no key (couplescope.results.sweeps.series_key), so
+adding an option splits no series (a trial option, --input-seed, once split every saved
+run from every new one). The same documents against a new real run:
+tests/test_results_versions_e2e.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from couplescope.protocol import option, options
+from couplescope.results import regression, saved, sweeps
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-ad75b4d.json")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def old() -> dict:
+    return saved.load(FIXTURE)
+
+
+@pytest.fixture
+def new_option(monkeypatch):
+    """An option this version does not have, declared as a later version would declare it
+    (--input-seed: the inputs' own seed, default None: the weights' seed)."""
+    added = option.Option("input_seed", int, None, "seed for the inputs alone", "how to measure", low=0,
+                          metavar="N", default_text="--seed's")
+    monkeypatch.setattr(options, "OPTIONS", options.OPTIONS + (added,))
+    monkeypatch.setattr(options, "SPEC_OPTIONS", options.SPEC_OPTIONS + (added,))
+    monkeypatch.setattr(sweeps, "SPEC_OPTIONS", options.SPEC_OPTIONS)
+    monkeypatch.setitem(options.BY_NAME, "input_seed", added)
+    return added
+
+
+def written_later(document: dict, size: int | None = None, **spec) -> dict:
+    """The fixture's run as a later version writes it: every spec with the keys that
+    version has (`spec`), the model at `size`."""
+    later = copy.deepcopy(document)
+    for v in later["variants"]:
+        v["spec"].update(spec)
+        if size is not None:
+            v["model"]["size"] = v["spec"]["size"] = size
+    return later
+
+
+def test_the_old_results_document_loads():
+    doc = old()
+    assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-torchscript"]
+    assert all(len(saved.timed_seconds(v)) == 20 for v in doc["variants"])
+    assert doc["rounds"]["rounds"] == 2
+
+
+def test_an_option_added_later_splits_no_series(new_option):
+    """The old document has no input_seed; the new one has it at its default (None): the
+    same series. The option's own value, when set, is still a different series."""
+    doc = old()
+    later = written_later(doc, size=2, input_seed=None)
+    for a, b in zip(doc["variants"], later["variants"]):
+        assert sweeps.series_key(a, doc["environment"]) == sweeps.series_key(b, later["environment"])
+    both = doc["variants"] + later["variants"]
+    envs = [doc["environment"]] * 2 + [later["environment"]] * 2
+    assert sweeps.series(both, envs, ["old", "old", "new", "new"]) == [[0, 2], [1, 3]]
+    seeded = written_later(doc, size=2, input_seed=7)
+    assert sweeps.series(doc["variants"] + seeded["variants"], envs, ["old", "old", "new", "new"]) == []
+
+
+def test_an_option_declared_not_to_split_a_series_does_not(new_option, monkeypatch):
+    """Whether an option splits a series is said on its declaration (Option.series), not in
+    a list elsewhere."""
+    quiet = option.Option("input_seed", int, None, "seed for the inputs alone", "how to measure", series=False)
+    monkeypatch.setattr(sweeps, "SPEC_OPTIONS", options.SPEC_OPTIONS[:-1] + (quiet,))
+    doc = old()
+    seeded = written_later(doc, size=2, input_seed=7)
+    assert sweeps.series_key(doc["variants"][0], doc["environment"]) == \
+        sweeps.series_key(seeded["variants"][0], seeded["environment"])
+
+
+def test_the_options_that_split_no_series_are_declared_so():
+    """What only names a variant, is the sweep's axis or says how long to measure."""
+    assert {o.name for o in options.SPEC_OPTIONS if not o.series} == {
+        "name", "size", "warmup", "iterations", "seed", "profile_iterations", "profile_max_ops"}
+
+
+def test_the_old_document_compares_with_a_later_one(new_option, tmp_path, cli):
+    """--compare pairs the variants by name: a verdict for each, none "only in" one side."""
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(written_later(old(), input_seed=None)))
+    r = cli("--compare", FIXTURE, later, "--json")
+    assert r.returncode in (0, 5), r.stdout + r.stderr
+    rows = {row["name"]: row for row in json.loads(r.stdout)["variants"]}
+    assert set(rows) == {"simplenet-torchscript", "simplenet-bridge-torchscript"}
+    assert all(row["verdict"] not in (regression.ONLY_BASE, regression.ONLY_NEW, regression.EMPTY)
+               for row in rows.values())
+
+
+def test_the_old_document_plots_with_a_later_one_as_one_sweep(new_option, tmp_path, cli):
+    """Both runs in one picture; the old run at size 1 and the later one at size 2 are one
+    series per backend (the sweep panel's lines)."""
+    from couplescope.export import plots
+
+    later_doc = written_later(old(), size=2, input_seed=None)
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(later_doc))
+    picture = tmp_path / "both.png"
+    r = cli("--plot", FIXTURE, later, "--output", picture)
+    assert r.returncode == 0, r.stderr
+    assert picture.read_bytes()[:8] == PNG_MAGIC
+    items = plots.entries([old(), {**later_doc, "source": str(later)}])
+    assert [[items[i].variant["name"] for i in group] for group in plots._series(items)] == [
+        ["simplenet-torchscript", "simplenet-torchscript"],
+        ["simplenet-bridge-torchscript", "simplenet-bridge-torchscript"]]
