@@ -36,7 +36,7 @@ def new_option(monkeypatch):
                           metavar="N", default_text="--seed's")
     monkeypatch.setattr(options, "OPTIONS", options.OPTIONS + (added,))
     monkeypatch.setattr(options, "SPEC_OPTIONS", options.SPEC_OPTIONS + (added,))
-    monkeypatch.setattr(sweeps, "SPEC_OPTIONS", options.SPEC_OPTIONS)
+    monkeypatch.setattr(sweeps, "SPEC_OPTIONS", options.SPEC_OPTIONS, raising=False)
     monkeypatch.setitem(options.BY_NAME, "input_seed", added)
     return added
 
