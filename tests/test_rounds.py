@@ -320,7 +320,7 @@ def test_the_noise_verdict_names_the_disturbed_rounds_and_is_silent_when_quiet()
     found = outcome.document()["rounds"]["noise"]
     assert found["disturbed"] == [{"variant": "a", "rounds": [2, 3], "others_cpu_percent": 90.0}]
     assert found["line"].startswith("other processes used 0.9 of a core during rounds 2–3 of a; "
-                                    "the ratio's interval is ±")
+                                    "rounds 2–3 left out of b ÷ a; the ratio's interval is ±")
     assert "noise: other processes used 0.9 of a core during rounds 2–3 of a" in out
     quiet, out = run([A, B], _loaded({}), rounds=4)
     assert quiet.document()["rounds"]["noise"]["line"] is None and "noise:" not in out

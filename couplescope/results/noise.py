@@ -16,8 +16,10 @@ What it looks at:
 - torch threads beyond the cores the worker may use.
 
 The line names what it found, then the ratios' widest interval: "other processes used 0.9
-of a core during rounds 2-3 of direct-torchscript; the ratio's interval is ±4%". A ratio
-whose interval holds 1 cannot rank its two variants, and `unranked` says so instead.
+of a core during rounds 2-3 of direct-torchscript; the ratio's interval is ±4%". The
+disturbed rounds are left out of the ratios (couplescope.results.paired says why); a pair
+left with too few rounds, or whose interval holds 1, cannot be ranked, and `unranked`
+says so instead.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 from couplescope.results import paired
 
 #: other processes' mean CPU (percent of one core) that makes a variant's round disturbed
-DISTURBED_PERCENT = 25.0
+DISTURBED_PERCENT = paired.DISTURBED_PERCENT
 #: a round whose median is this far from the median of the variant's round medians is
 #: listed in results.json; STANDS_OUT that far is named in the line
 SLOW_ROUND = 0.10
@@ -55,8 +57,8 @@ def cores_text(percent: float) -> str:
 def disturbed(variant) -> dict | None:
     """The rounds of `variant` in which other processes used a core's DISTURBED_PERCENT or
     more while it was timed, and how much on average."""
-    loads = {r: total / n for r, (total, n) in variant.round_load.items() if n}
-    hit = sorted(r for r, load in loads.items() if load >= DISTURBED_PERCENT)
+    loads = paired.round_loads(variant)
+    hit = sorted(paired.disturbed_rounds(loads))
     if not hit:
         return None
     return {"variant": variant.name, "rounds": hit,
@@ -120,14 +122,20 @@ def verdict(builder, comparison: list[dict]) -> dict:
     if isinstance(threads, int) and isinstance(cores, int) and threads > cores:
         parts.append(f"the worker ran {threads} torch threads on {cores} cores")
     widths = [w for w in (paired.half_width(r) for r in comparison) if w is not None]
+    left_out = [f"{rounds_text(r['rounds_disturbed'])} left out of {r['name']} ÷ {r['baseline']}"
+                for r in comparison if r.get("rounds_disturbed") and r.get("ratio") is not None]
     line = None
     if parts:
-        line = "; ".join(parts)
+        line = "; ".join(parts + left_out)
         if widths:
             which = "the ratio's interval is" if len(widths) == 1 else "the ratios' intervals are at most"
             line += f"; {which} ±{max(widths):.0%}"
     unranked = []
     for r in comparison:
+        if r.get("cannot_rank"):
+            unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: {r['cannot_rank']} (other "
+                            f"processes used {DISTURBED_PERCENT:g}% of a core or more while one of them was "
+                            f"timed), which leaves fewer than {paired.MIN_CLEAN_ROUNDS} to pair")
         if r.get("ratio_low") is not None and not paired.resolves(r):
             unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: the ratio's 95% interval "
                             f"({r['ratio_low']:.3f}–{r['ratio_high']:.3f}) holds 1")

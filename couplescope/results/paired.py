@@ -21,6 +21,21 @@ two or three calls a round, a resampled round median is often one outlying call,
 interval came out several times wider than the rounds' own spread (±27% for per-round
 ratios of 1.54 to 1.68, measured here).
 
+No ranking from disturbed rounds. A round in which other processes used a quarter of a
+core or more (DISTURBED_PERCENT) while either variant was timed (the telemetry's
+`others_cpu_percent`, couplescope.results.noise) is left out of that pair: a busy
+neighbour that lands on one variant's share of a round and not on the other's moves
+that round's ratio, and with 4 rounds one or two such rounds decided the median and the
+interval (stride 256 under a busy loop: 1.22x, interval 1.03-1.85, for two variants
+quiet runs put at 0.94-1.03). A pair is ranked only from MIN_CLEAN_ROUNDS or more rounds
+that neither variant was disturbed in; with fewer it `cannot_rank` ("3 of 4 rounds
+disturbed"), and no ratio is given. Why not widen the interval by what the disturbed
+rounds could hide: how far a busy core moves a call depends on the model, the threads
+and the scheduler, and no bound on it holds for every run. A round no telemetry sample
+fell in (shorter than the sampling interval) is not known to be disturbed and is kept;
+the noise verdict says how many there were. The regression gate (`--compare`,
+couplescope.results.regression) leaves out the same rounds of a saved run.
+
 Pure functions of lists of seconds (pair_rows: of the builder's rows and variants); no
 torch, numpy only where the bootstrap draws.
 """
@@ -32,6 +47,24 @@ import math
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 21
+#: other processes' mean CPU (percent of one core) while a variant was timed in a round
+#: that makes the round disturbed
+DISTURBED_PERCENT = 25.0
+#: rounds neither variant was disturbed in that a ranking needs
+MIN_CLEAN_ROUNDS = 2
+
+
+def disturbed_rounds(loads: dict) -> set[int]:
+    """The rounds of `loads` (round -> other processes' mean CPU while the variant was
+    timed in it, None when unknown) in which it reached DISTURBED_PERCENT."""
+    return {int(r) for r, load in loads.items() if load is not None and load >= DISTURBED_PERCENT}
+
+
+def saved_loads(variant: dict) -> dict:
+    """round -> other processes' CPU while timed, of a saved variant (results.json's
+    `rounds`; empty for a run saved before they were kept)."""
+    return {s["round"]: s.get("others_cpu_percent") for s in variant.get("rounds") or []
+            if isinstance(s, dict) and s.get("round") is not None}
 
 
 def by_round(iterations) -> dict[int, list[float]]:
@@ -51,13 +84,31 @@ def _median(values) -> float:
 
 
 def paired_ratio(base: dict[int, list[float]], other: dict[int, list[float]],
-                 confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED) -> dict | None:
+                 confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED,
+                 disturbed: set[int] = frozenset()) -> dict | None:
     """other / base from same-round pairs: {"ratio", "low", "high" (the interval),
     "spread" ([lowest, highest] per-round ratio), "per_round" ({round: ratio}), "rounds"
-    (how many rounds paired)}. None when fewer than two rounds hold both variants."""
+    (how many rounds paired), "disturbed" (the rounds in common left out), "cannot_rank"
+    (None, or why not)}. None when fewer than two rounds hold both variants. The rounds in
+    `disturbed` (either variant's) are left out of the ratio and its interval; with fewer
+    than MIN_CLEAN_ROUNDS left, the ratio and interval are None and `cannot_rank` says
+    why, while "spread" and "per_round" still show every round."""
     rounds = sorted(r for r in set(base) & set(other) if base[r] and other[r] and _median(base[r]) > 0)
     if len(rounds) < 2:
         return None
+    left_out = sorted(set(rounds) & set(disturbed))
+    if left_out:
+        clean = [r for r in rounds if r not in left_out]
+        pair = (paired_ratio({r: base[r] for r in clean}, {r: other[r] for r in clean}, confidence,
+                             resamples, seed) if len(clean) >= MIN_CLEAN_ROUNDS else None)
+        every = {r: _median(other[r]) / _median(base[r]) for r in rounds}
+        if pair is None:
+            return {"ratio": None, "low": None, "high": None,
+                    "spread": [min(every.values()), max(every.values())],
+                    "per_round": {str(r): v for r, v in every.items()}, "rounds": len(clean),
+                    "disturbed": left_out,
+                    "cannot_rank": f"{len(left_out)} of {len(rounds)} rounds disturbed"}
+        return {**pair, "per_round": {str(r): v for r, v in every.items()}, "disturbed": left_out}
     per_round = {r: _median(other[r]) / _median(base[r]) for r in rounds}
     logs = [math.log(per_round[r]) for r in rounds if per_round[r] > 0]
     if len(logs) < 2:
@@ -66,7 +117,8 @@ def paired_ratio(base: dict[int, list[float]], other: dict[int, list[float]],
     low, high = _bootstrap([per_round[r] for r in rounds if per_round[r] > 0], confidence, resamples, seed)
     return {"ratio": estimate, "low": low, "high": high,
             "spread": [min(per_round.values()), max(per_round.values())],
-            "per_round": {str(r): v for r, v in per_round.items()}, "rounds": len(rounds)}
+            "per_round": {str(r): v for r, v in per_round.items()}, "rounds": len(rounds),
+            "disturbed": [], "cannot_rank": None}
 
 
 def _bootstrap(ratios: list[float], confidence: float, resamples: int, seed: int) -> tuple[float, float]:
@@ -107,28 +159,40 @@ def unpaired(row: dict) -> bool:
 def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) -> None:
     """Each row's ratio to its baseline (the variant `named`, else the fastest; in a sweep,
     at the row's own size) from same-round pairs, with its interval and spread, set in the
-    row. `variants`: name -> the builder's VariantResult; `cache` keeps each pair's figures
-    while neither variant's calls change (the bootstrap costs)."""
+    row; the rounds either variant was disturbed in left out (`rounds_disturbed`), and a
+    pair with too few rounds left not ranked (`cannot_rank`). `variants`: name -> the
+    builder's VariantResult; `cache` keeps each pair's figures while neither variant's
+    calls nor disturbed rounds change (the bootstrap costs)."""
     for group in _size_groups(rows, variants):
         base = _baseline_of(group, variants, named)
         base_rounds = by_round(variants[base["name"]].steps)
+        base_disturbed = disturbed_rounds(round_loads(variants[base["name"]]))
         for r in group:
             r["baseline"] = base["name"]
             if r is base:
-                r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None,
+                         rounds_disturbed=[], cannot_rank=None)
                 continue
+            disturbed = base_disturbed | disturbed_rounds(round_loads(variants[r["name"]]))
             key = (base["name"], r["name"], len(variants[base["name"]].iterations),
-                   len(variants[r["name"]].iterations))
+                   len(variants[r["name"]].iterations), tuple(sorted(disturbed)))
             if key not in cache:
-                cache[key] = paired_ratio(base_rounds, by_round(variants[r["name"]].steps))
+                cache[key] = paired_ratio(base_rounds, by_round(variants[r["name"]].steps), disturbed=disturbed)
             pair = cache[key]
             if pair is None:   # fewer than two rounds in common: the plain ratio of the medians
                 r.update(ratio=r["median"] / base["median"] if base["median"] else None,
-                         ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None)
+                         ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None,
+                         rounds_disturbed=[], cannot_rank=None)
                 continue
             r.update(ratio=pair["ratio"], ratio_low=pair["low"], ratio_high=pair["high"],
                      ratio_spread=pair["spread"], paired_rounds=pair["rounds"],
-                     ratio_per_round=pair["per_round"])
+                     ratio_per_round=pair["per_round"], rounds_disturbed=pair["disturbed"],
+                     cannot_rank=pair["cannot_rank"])
+
+
+def round_loads(variant) -> dict:
+    """round -> other processes' mean CPU while the builder's VariantResult was timed in it."""
+    return {r: total / n for r, (total, n) in variant.round_load.items() if n}
 
 
 def _size_groups(rows: list[dict], variants: dict) -> list[list[dict]]:

@@ -26,6 +26,13 @@ Two runs measured in interleaved rounds (--rounds) are resampled by round instea
 block of calls: a round is the unit the drift moved as one, so each resampled run is
 made of whole rounds drawn with replacement.
 
+A run in rounds leaves out of the comparison the rounds its telemetry shows disturbed
+(other processes at a quarter of a core or more while the variant was timed: the rule
+the run's own table follows, couplescope.results.paired): the medians, the ratio and the
+interval are of the other rounds. A run left with fewer than two undisturbed rounds (of
+two or more) cannot be ranked against the other: its verdict is inconclusive, whatever
+the interval of all its calls would say.
+
 Verdict, with t the threshold (default 5%):
   slower                 the whole interval lies above 1 + t: slower by more than t,
                          with confidence; the only verdict that fails (exit 1)
@@ -35,8 +42,9 @@ Verdict, with t the threshold (default 5%):
                          machine differently while the two runs were timed (their
                          telemetry: other processes' CPU, not the worker's own): two runs
                          measured at different times cannot cancel that drift, so the
-                         difference may be the machine's, not the code's (exit 5 when no
-                         variant is slower)
+                         difference may be the machine's, not the code's; or a run in
+                         rounds too disturbed to rank (above) (exit 5 when no variant is
+                         slower)
   no significant change  anything else: the change is within t, or the iterations
                          cannot tell
 Requiring the whole interval beyond the threshold (rather than the median ratio beyond
@@ -51,7 +59,8 @@ from __future__ import annotations
 import math
 
 from couplescope.protocol.contract import exit_code
-from couplescope.results import saved, stats
+from couplescope.results import paired, saved, stats
+from couplescope.results.noise import rounds_text
 
 DEFAULT_THRESHOLD = 0.05
 CONFIDENCE = 0.95
@@ -146,18 +155,30 @@ def compare_variant(name: str, base: dict | None, new: dict | None, threshold: f
     if not base_times or not new_times:
         row["verdict"] = EMPTY
         return row
+    base_rounds, new_rounds = _Rounds(base), _Rounds(new)
+    row["rounds_disturbed"] = {"base": base_rounds.disturbed, "new": new_rounds.disturbed}
+    too_few = [f"{len(side.disturbed)} of {side.total} rounds of {name} disturbed"
+               for name, side in (("base", base_rounds), ("new", new_rounds)) if side.too_disturbed]
+    if too_few:
+        row["verdict"] = INCONCLUSIVE
+        row["notes"] = [f"cannot rank: {' and '.join(too_few)} (other processes used a quarter of a core or "
+                        "more while it was timed), fewer than two rounds left to compare; measure again on a "
+                        "quieter machine"] + notes(base, new)
+        return row
+    base_times, new_times = base_rounds.seconds(base_times), new_rounds.seconds(new_times)
     row["base_median"] = stats.percentile(sorted(base_times), 50)
     row["new_median"] = stats.percentile(sorted(new_times), 50)
     if row["base_median"] <= 0:
         row["verdict"] = EMPTY
         return row
     row["ratio"] = row["new_median"] / row["base_median"]
-    base_rounds, new_rounds = _rounds_of(base), _rounds_of(new)
-    row["by_rounds"] = bool(base_rounds and new_rounds and min(len(base_rounds), len(new_rounds)) > 1)
-    row["ci_low"], row["ci_high"] = ratio_interval(base_times, new_times, base_rounds=base_rounds,
-                                                   new_rounds=new_rounds)
+    row["by_rounds"] = len(base_rounds.kept) > 1 and len(new_rounds.kept) > 1
+    row["ci_low"], row["ci_high"] = ratio_interval(base_times, new_times, base_rounds=base_rounds.kept or None,
+                                                   new_rounds=new_rounds.kept or None)
     row["verdict"] = verdict(row["ci_low"], row["ci_high"], threshold)
-    row["notes"] = notes(base, new)
+    row["notes"] = notes(base, new) + [f"{rounds_text(side.disturbed)} of {name} disturbed and left out"
+                                       for name, side in (("base", base_rounds), ("new", new_rounds))
+                                       if side.disturbed]
     gap = load_gap(base, new)
     if gap is not None and row["verdict"] in (SLOWER, FASTER):
         row["notes"].append(f"{row['verdict']} by the interval, but {gap}; two runs measured at "
@@ -169,12 +190,23 @@ def compare_variant(name: str, base: dict | None, new: dict | None, threshold: f
     return row
 
 
-def _rounds_of(variant: dict) -> list[list[float]] | None:
-    """The timed seconds of a variant measured in rounds, per round (None otherwise)."""
-    from couplescope.results.paired import by_round
+class _Rounds:
+    """A saved variant's timed calls by round, its disturbed rounds apart (none for a run
+    not measured in rounds)."""
 
-    rounds = by_round(saved.timed_steps(variant))
-    return [rounds[r] for r in sorted(rounds)] if rounds else None
+    def __init__(self, variant: dict) -> None:
+        rounds = paired.by_round(saved.timed_steps(variant))
+        self.total = len(rounds)
+        self.disturbed = sorted(set(rounds) & paired.disturbed_rounds(paired.saved_loads(variant)))
+        self.kept = [rounds[r] for r in sorted(rounds) if r not in self.disturbed]
+
+    @property
+    def too_disturbed(self) -> bool:
+        return bool(self.disturbed) and len(self.kept) < paired.MIN_CLEAN_ROUNDS
+
+    def seconds(self, every: list[float]) -> list[float]:
+        """The calls compared: those of the undisturbed rounds, or `every` call when none was disturbed."""
+        return [t for r in self.kept for t in r] if self.disturbed else every
 
 
 def others_while_timed(variant: dict):

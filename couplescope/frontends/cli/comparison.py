@@ -51,6 +51,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         if any(unpaired(r) for r in rows):
             text += ("; unpaired: fewer than two rounds in common with the base (a variant "
                      "stopped or broke), the ratio of the two medians, with no interval")
+        if any(r.get("cannot_rank") for r in rows):
+            text += ("; cannot rank: other processes loaded the machine in too many of the rounds "
+                     "(the note below)")
     return f"comparison ({what}):\n" + text
 
 
@@ -58,6 +61,8 @@ def paired_ratio_cell(row: dict) -> str:
     """"1.04x ±6%" (a ratio from same-round pairs with its interval), "base" for the baseline."""
     if row.get("baseline") == row["name"]:
         return "base"
+    if row.get("cannot_rank"):
+        return "cannot rank"
     if unpaired(row):
         return fmt.ratio(row["ratio"]) + " unpaired"
     width = half_width(row)

@@ -46,10 +46,17 @@ def verdict_text(verdict: str) -> Text:
 
 
 def combined(records, left_out=frozenset()) -> ResultsBuilder:
-    """One builder holding every variant of `records` as "#run variant", minus `left_out`."""
+    """One builder holding every variant of `records` as "#run variant", minus `left_out`.
+    One run in rounds keeps its rounds, so its ratios are its same-round pairs, leaving
+    out the disturbed rounds as the headless table does (couplescope.results.paired);
+    several runs are not paired (round 2 of one run and round 2 of another ran at
+    different times): their ratios are the medians' ratios to the fastest."""
     builder = ResultsBuilder("compare")
+    several = len(records) > 1
     for record in records:
         for ev in record.events:
+            if several and ev.get("event") == "rounds_planned":
+                continue
             if ev.get("variant"):
                 name = f"#{record.id} {ev['variant']}"
                 if name in left_out:
@@ -57,6 +64,11 @@ def combined(records, left_out=frozenset()) -> ResultsBuilder:
                 ev = {**ev, "variant": name}
             builder.on_event(ev)
     return builder
+
+
+def ratio_cell(row: dict) -> str:
+    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds."""
+    return "cannot rank" if row.get("cannot_rank") else fmt.ratio(row["ratio"])
 
 
 def cut_name(name: str, width: int, head: int | None = None) -> str:
@@ -206,7 +218,7 @@ class CompareScreen(Screen):
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
             lines.append((str(box[name]), shown[name], verdict_text(r["verdict"]), fmt.seconds(r["median"]),
-                          fmt.seconds(r["iqr"]), fmt.ratio(r["ratio"]), *self.task_cells(r), *compiled,
+                          fmt.seconds(r["iqr"]), ratio_cell(r), *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:
             lines.append(("", "no timed iterations in these runs yet", *[""] * (len(columns) - 2)))
