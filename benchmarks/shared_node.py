@@ -4,8 +4,9 @@ other, with a busy neighbour arriving at a random moment (docs/shared-node.md).
 Each trial runs one couplescope command for real (--json) and, while it measures, starts a
 busy loop on one core (`python -c "while True: pass"`) at a random moment of the run's
 expected length, which it stops after --busy seconds. It prints per trial the ratio of
-the second variant to the first (the paired ratio to the baseline in rounds, the ratio of
-medians without) and the noise verdict, then per mode the three ratios' range.
+the second variant to the first (the paired ratio to the baseline in rounds, with its 95%
+interval, or "cannot rank" where the disturbed rounds left too few to pair; the ratio of
+medians without) and the noise verdict, then per mode the ratios' range.
 
     python benchmarks/shared_node.py                      # the issue's check, 3 trials per mode
     python benchmarks/shared_node.py --quiet-machine      # the same without the busy loop
@@ -74,12 +75,33 @@ class BusyNeighbour:
 
 
 def ratio_of(doc: dict, base: str, other: str) -> float | None:
+    """other ÷ base: the paired ratio (None where the run cannot rank them), or the medians'."""
     rows = {r["name"]: r for r in doc["comparison"]}
     if base not in rows or other not in rows:
         return None
     if rows[other].get("baseline") == base:
         return rows[other]["ratio"]
+    if rows[base].get("baseline") == other:   # the other is the baseline: the inverse
+        ratio = rows[base]["ratio"]
+        return None if ratio is None else 1.0 / ratio
     return rows[other]["median"] / rows[base]["median"]
+
+
+def verdict_of(doc: dict, base: str, other: str) -> str:
+    """What the run says of other ÷ base: "1.012 (0.981–1.040)", "1.000" (one after the
+    other: no interval), or "cannot rank (3 of 4 rounds disturbed)"."""
+    rows = {r["name"]: r for r in doc["comparison"]}
+    if base not in rows or other not in rows:
+        return "not both in the run"
+    row, inverse = (rows[other], False) if rows[other].get("baseline") == base else (rows[base], True)
+    if row.get("cannot_rank"):
+        return f"cannot rank ({row['cannot_rank']})"
+    ratio = ratio_of(doc, base, other)
+    if row.get("ratio_low") is None:
+        return f"{ratio:.3f}"
+    low, high = (1 / row["ratio_high"], 1 / row["ratio_low"]) if inverse else (row["ratio_low"], row["ratio_high"])
+    ranks = "" if low <= 1.0 <= high else ", ranks them"
+    return f"{ratio:.3f} ({low:.3f}–{high:.3f}{ranks})"
 
 
 def trial(argv: list[str], expected: float, busy: float | None, base: str, other: str, cores: int = 1) -> dict:
@@ -88,7 +110,8 @@ def trial(argv: list[str], expected: float, busy: float | None, base: str, other
     if neighbour is not None:
         neighbour.stop()
     noise = (doc.get("rounds") or {}).get("noise") or {}
-    return {"ratio": ratio_of(doc, base, other), "seconds": seconds, "noise": noise.get("line"),
+    return {"ratio": ratio_of(doc, base, other), "verdict": verdict_of(doc, base, other), "seconds": seconds,
+            "noise": noise.get("line"), "unranked": noise.get("unranked") or [],
             "busy_at": neighbour.after if neighbour else None, "doc": doc}
 
 
@@ -141,7 +164,7 @@ def main() -> int:
             if expected is None:   # the first run tells how long one takes
                 _, expected = couplescope(argv)
             got = trial(argv, expected, busy, *pairs[0], args.busy_cores)
-            if got["ratio"] is None:   # e.g. a preset without --pairs: say what it has
+            if got["verdict"] == "not both in the run":   # e.g. a preset without --pairs: say what it has
                 names = ", ".join(v["name"] for v in got["doc"]["variants"])
                 raise SystemExit(f"the run has no variants {pairs[0][0]} and {pairs[0][1]} to pair; "
                                  f"give --pairs BASE:OTHER (its variants: {names})")
@@ -149,7 +172,7 @@ def main() -> int:
             results[mode].append(got)
             extra = "".join(f", {k} {v:.3f}" for k, v in got.get("others", {}).items() if v)
             busy_at = f", busy loop from {got['busy_at']:.1f} s" if got["busy_at"] is not None else ""
-            print(f"{mode:>20} trial {n + 1}: {pairs[0][1]}/{pairs[0][0]} {got['ratio']:.3f}{extra} "
+            print(f"{mode:>20} trial {n + 1}: {pairs[0][1]}/{pairs[0][0]} {got['verdict']}{extra} "
                   f"({got['seconds']:.1f} s{busy_at})" + (f"\n{'':>22}noise: {got['noise']}" if got['noise'] else ""),
                   flush=True)
     for mode, got in results.items():
@@ -170,7 +193,7 @@ def main() -> int:
             doc, _ = couplescope(COMMAND + ["--rounds", "4", "--order-seed", str(seed)])
             kept = (ratio_of(doc, BASE, OTHER), time.monotonic() - t0)
             fresh = fresh_rounds(4, COMMAND, names, seed)
-            print(f"design trial {n + 1}: kept workers {kept[0]:.3f} in {kept[1]:.1f} s; "
+            print(f"design trial {n + 1}: kept workers {verdict_of(doc, BASE, OTHER)} in {kept[1]:.1f} s; "
                   f"fresh processes per round {fresh[0]:.3f} in {fresh[1]:.1f} s")
     return 0
 
