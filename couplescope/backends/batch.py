@@ -42,10 +42,59 @@ MAX_BATCH = 1000
 MAX_SNAPSHOT_BYTES = 64 * 2**20
 
 
+class Batch:
+    """What a batch made, in columns (one entry per call, in order): what the engine checks
+    and reports as one `iterations` event without a Python object per call (for a
+    microsecond model, a dict or a tuple per call cost more than the call).
+
+    seconds    each call's time
+    phases     phase name -> each call's time in it (None where the call had none)
+    errors     each call's output error (None when it wrote its outputs), or None for a
+               batch in which every call wrote them
+    losses     each training step's loss, or None (inference)
+    done       the position of the first step whose train call said training is complete
+               (a bridge module's), or None
+    same       each call's outputs byte-identical to those the runner last judged
+    failure    None, or (message, seconds) of the call that raised and ended the batch
+    """
+
+    __slots__ = ("seconds", "phases", "errors", "losses", "done", "same", "failure", "_runner")
+
+    def __init__(self, runner, seconds, phases, errors, losses, done, same, failure) -> None:
+        self._runner = runner
+        self.seconds, self.phases, self.errors, self.losses = seconds, phases, errors, losses
+        self.done = done
+        self.same, self.failure = same, failure
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def outputs(self, i: int) -> dict:
+        """Call i's outputs: views of its snapshot (valid until the next batch)."""
+        runner = self._runner
+        return {n: runner._snapshots[n][i].view(a.dtype).reshape(a.shape, order=runner.order)
+                for n, a in runner.outputs.items()}
+
+
+def columns_of(raw: list) -> tuple[list, dict, list | None, list | None, int | None]:
+    """(seconds, phase columns, output errors or None, losses or None, the position of the
+    first step that said done or None) of calls made one by one: [(seconds, phases,
+    output_error, extra)], extra holding a training step's loss and its done."""
+    seconds = [r[0] for r in raw]
+    names: list[str] = []
+    for r in raw:
+        names.extend(n for n in r[1] if n not in names)
+    phases = {n: [r[1].get(n) for r in raw] for n in names}
+    errors = [r[2] or None for r in raw]
+    losses = [r[3]["loss"] for r in raw] if any("loss" in r[3] for r in raw) else None
+    done = next((i for i, r in enumerate(raw) if r[3].get("done")), None)
+    return seconds, phases, (errors if any(errors) else None), losses, done
+
+
 class BatchRunner:
-    """`run(count)` -> (records, failure) for up to `count` iterations; subclasses make the
-    calls (`_calls`). Owns the NaN patterns and snapshot buffers, the batch size and the
-    check memo."""
+    """`run(count)` -> a Batch of up to `count` iterations; subclasses make the calls
+    (`_calls`). Owns the NaN patterns and snapshot buffers, the batch size and the check
+    memo."""
 
     def __init__(self, outputs: dict, inputs: dict | None = None) -> None:
         self.outputs = outputs
@@ -70,27 +119,19 @@ class BatchRunner:
             return 1
         return max(1, min(remaining, self.capacity, int(BATCH_SECONDS / max(self.per_call, 1e-9))))
 
-    def _calls(self, count: int, stop) -> tuple[list, tuple | None]:
-        """Make up to `count` calls into the snapshots: ([(seconds, phases, output_error,
-        extra)], failure or None); extra holds a training step's loss. Stop early when
-        `stop()` is true or after BATCH_SECONDS."""
+    def _calls(self, count: int, stop) -> tuple[tuple, tuple | None]:
+        """Make up to `count` calls into the snapshots: ((seconds, phase columns, output
+        errors or None, losses or None, done or None), failure or None), as `columns_of`
+        gives them. Stop early when `stop()` is true or after BATCH_SECONDS."""
         raise NotImplementedError
 
-    def run(self, count: int, stop=lambda: False):
-        """Make up to `count` calls. Returns ([(seconds, phases, output_error, outputs, same,
-        extra)], failure): `same` says the outputs are byte-identical to those of the call
-        `judge()` last recorded (so is their check); failure is None, or (message, seconds)
-        of the call that raised and ended the batch."""
-        raw, failure = self._calls(count, stop)
-        same = self._same_as_judged(len(raw))
-        records = []
-        for i, (seconds, phases, error, extra) in enumerate(raw):
-            outputs = {n: self._snapshots[n][i].view(a.dtype).reshape(a.shape, order=self.order)
-                       for n, a in self.outputs.items()}
-            records.append((seconds, phases, error or None, outputs, bool(same[i]), extra))
-        if raw:
-            self.per_call = sorted(r[0] for r in raw)[len(raw) // 2]
-        return records, failure
+    def run(self, count: int, stop=lambda: False) -> Batch:
+        """Make up to `count` calls. The batch's `same` says which calls' outputs are
+        byte-identical to those of the call `judge()` last recorded (so is their check)."""
+        (seconds, phases, errors, losses, done), failure = self._calls(count, stop)
+        if seconds:
+            self.per_call = sorted(seconds)[len(seconds) // 2]
+        return Batch(self, seconds, phases, errors, losses, done, self._same_as_judged(len(seconds)), failure)
 
     def judge(self, index: int, result) -> None:
         """Remember the check result of the batch's call `index` (its snapshot and the
@@ -165,4 +206,4 @@ class PythonBatchRunner(BatchRunner):
                     or extra.get("done")):
                 break   # (a loss that is not finite ends the training there: the engine fails it;
                 #          a step whose train call said done is the last: the engine honours it)
-        return raw, failure
+        return columns_of(raw), failure

@@ -32,7 +32,7 @@ class Session:
         self.workers: Workers = workers if workers is not None else LiveWorkers()
         #: interleaved rounds (couplescope.core.rounds.RoundPlan), None: each variant in turn
         self.plan = plan
-        self.builder = ResultsBuilder(title)
+        self.builder = ResultsBuilder(title, keep_text=True)   # its document is written
         self._stop = threading.Event()
         self._live: dict[str, WorkerHandle] = {}   # variant -> its worker, while it runs
         self._lock = threading.Lock()

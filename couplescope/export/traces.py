@@ -219,7 +219,7 @@ class TraceListener(Listener):
             if ev.event == "telemetry":
                 writer.telemetry(ev)
             else:
-                for call in ev.calls:   # a batch's, expanded once where it was parsed
+                for call in ev.calls:   # a batch's, expanded once and shared
                     writer.iteration(call)
         except OSError as exc:   # a full disk
             self._scalars_lost(label, exc)

@@ -147,8 +147,9 @@ ENDINGS = ("variant_finished", "variant_failed")
 # so a consumer names a field once, in the table, and a misspelt one fails loudly rather than
 # reading as missing. Optional fields read as None when absent. A few attributes go beyond the
 # JSON: `RunStarted.run_spec` (the spec as a RunSpec) and `calls` on `Iteration` and
-# `Iterations`: a batch's calls as `Iteration` events, expanded once, when the batch is parsed,
-# and shared by every consumer. Events are not changed once made.
+# `Iterations`: a batch's calls as `Iteration` events, expanded once, when a consumer first
+# asks, and shared by every consumer (the results builder reads the batch's columns instead,
+# so a headless run that prints no call never pays for them). Events are not changed once made.
 
 class Event(dict):
     """One event of any type; `EVENT` is its type's name in the table."""
@@ -241,7 +242,7 @@ class _Iterations:
     @property
     def calls(self) -> tuple:
         """The batch's calls as `Iteration` events, exactly what a worker reporting every
-        call on its own would have written; made once (at parse) and shared."""
+        call on its own would have written; made once (when first asked) and shared."""
         try:
             return self._calls
         except AttributeError:
@@ -312,14 +313,14 @@ def conforms(event: dict) -> str | None:
     return None
 
 
-def _clean(value):
+def json_clean(value):
     """JSON has no NaN or infinity: write them as strings that `parse` turns back."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_clean(v) for v in value]
     return value
 
 
@@ -333,15 +334,14 @@ def dumps(event: dict) -> str:
     try:
         return _encode(event)
     except ValueError:
-        return _encode(_clean(event))
+        return _encode(json_clean(event))
 
 
 _SPECIAL = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
 def parse(line: str) -> Event | None:
-    """The event on a line (typed; a batch's calls expanded), or None for a line that is not
-    one (stray output)."""
+    """The event on a line (typed), or None for a line that is not one (stray output)."""
     line = line.strip()
     if not line.startswith("{"):
         return None
@@ -359,9 +359,7 @@ def parse(line: str) -> Event | None:
         for key in ("max_rel_error", "loss"):
             if isinstance(obj.get(key), list):
                 obj[key] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e for e in obj[key]]
-    event = CLASSES[obj["event"]](obj)
-    event.calls   # a batch is expanded here, once: every consumer reads the same calls
-    return event
+    return CLASSES[obj["event"]](obj)
 
 
 def iteration_columns(kind: str, first_index: int, records: list[dict]) -> dict:

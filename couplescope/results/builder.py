@@ -10,13 +10,14 @@ The schema is documented in docs/results.md.
 from __future__ import annotations
 
 import copy
-import math
 import os
 
 from couplescope.protocol import events
 from couplescope.protocol.contract import exit_code
 from couplescope.results import ranks as rank_stats
 from couplescope.results import stats
+from couplescope.results.iteration_text import batch_texts, compact, json_safe, readable_json
+from couplescope.results.records import batch_records, finite, record
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +62,11 @@ class VariantResult:
         #: per round: [sum, count] of other processes' CPU (percent of a core) in its timed samples
         self.round_load: dict[int, list] = {}
         self._cache: dict = {}   # figures computed from all the iterations, with their count
+        #: an iteration holds a NaN or an infinity (written as a string in results.json)
+        self.not_finite = False
+        #: each iteration's line of results.json, made as it arrives (ResultsBuilder's
+        #: keep_text), or None
+        self.texts: list[str] | None = None
 
     @property
     def ranks(self) -> list[dict]:
@@ -112,7 +118,19 @@ class VariantResult:
         return cached[1]
 
     def stats(self) -> dict:
-        return stats.summarize([it["seconds"] for it in self.steps])
+        """The timed steps' statistics, kept until another iteration arrives (the table,
+        results.json, the noise verdict and the printer all ask)."""
+        return self._kept("stats", lambda: stats.summarize([it["seconds"] for it in self.steps]))
+
+    def phases(self) -> dict:
+        """Each phase's median and IQR over the timed steps, kept as stats() is."""
+        return self._kept("phases", lambda: stats.phase_summaries(self.steps))
+
+    def _kept(self, what: str, compute):
+        cached = self._cache.get(what)
+        if cached is None or cached[0] != len(self.iterations):
+            cached = self._cache[what] = (len(self.iterations), compute())
+        return cached[1]
 
     def warnings(self) -> list[str]:
         """Noise, a slow first call, timed calls still warming up (stats.warnings_for)."""
@@ -202,11 +220,11 @@ class VariantResult:
         return {"name": self.name, "spec": self.spec, **self.coupling, "status": self.status,
                 "verdict": self.verdict, "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
-                "iterations": [_json_safe(it) for it in kept],
+                "iterations": [json_safe(it) for it in kept] if self.not_finite else list(kept),
                 **({"iterations_kept": note} if note else {}),
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
                 "noisy": s["noisy"],
-                "phases": stats.phase_summaries(self.steps),
+                "phases": {name: dict(s) for name, s in self.phases().items()},
                 "warnings": self.warnings(),
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
@@ -218,37 +236,15 @@ class VariantResult:
                 **self.summary}
 
 
-def _record(call, round_number: int | None = None) -> dict:
-    """An iteration of results.json from one call's `iteration` event (a timed call of a run
-    in rounds tagged with its round)."""
-    it = {"index": call.index, "kind": call.kind, "seconds": call.seconds, "phases": call.phases,
-          "max_rel_error": call.max_rel_error, "passed": call.passed, "error": call.error,
-          "warmup": call.kind == "warmup", "profiled": call.kind == "profiled"}
-    if round_number is not None and call.kind == "timed":
-        it["round"] = round_number
-    if "rank" in call:
-        it["rank"] = call.rank
-    if "loss" in call:   # a training step's
-        it["loss"] = call["loss"]
-    return it
-
-
-def _json_safe(it: dict) -> dict:
-    out = dict(it)
-    for key in ("max_rel_error", "loss"):
-        value = out.get(key)
-        if isinstance(value, float) and not math.isfinite(value):
-            out[key] = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    out.pop("event", None)
-    out.pop("variant", None)
-    return out
-
-
 class ResultsBuilder:
     """Feed it every event (`on_event`); `document()` is results.json at that moment."""
 
-    def __init__(self, title: str = "") -> None:
+    def __init__(self, title: str = "", keep_text: bool = False) -> None:
         self.title = title
+        #: make each iteration's line of results.json as its batch arrives, so that the
+        #: document is written at the end by joining them (results/iteration_text.py): the
+        #: builder whose document is written (the session's) keeps them
+        self.keep_text = keep_text
         self.variants: dict[str, VariantResult] = {}
         self.environment: dict = {}
         self.started = None
@@ -279,6 +275,8 @@ class ResultsBuilder:
         kind, name = ev.event, ev.variant
         if kind == "run_started":
             v = self.variant(name)
+            if self.keep_text and v.texts is None:
+                v.texts = []
             v.spec, v.environment = ev["spec"], ev.environment   # the spec as written
             v.coupling = {k: ev[k] for k in ("coupling", "label_parts") if k in ev}
             self.environment = self.environment or ev.environment
@@ -289,11 +287,20 @@ class ResultsBuilder:
             v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs", "torchscript",
                                           "training")
                        if k in ev}
-        elif kind in ("iteration", "iterations"):
+        elif kind == "iterations":   # a batch, from its columns
             v = self.variant(name)
-            append, round_number = v.iterations.append, v.round
-            for call in ev.calls:   # a batch's calls, expanded once where it was parsed
-                append(_record(call, round_number))
+            records = batch_records(ev, v.round)
+            v.iterations.extend(records)
+            v.not_finite = v.not_finite or not finite(ev.max_rel_error) or not finite(ev.loss or ())
+            if v.texts is not None:
+                v.texts.extend(batch_texts(records, ev.phases, ev))
+        elif kind == "iteration":
+            v = self.variant(name)
+            it = record(ev, v.round)
+            v.iterations.append(it)
+            v.not_finite = v.not_finite or not finite([ev.max_rel_error, ev.get("loss", 0.0)])
+            if v.texts is not None:
+                v.texts.append(compact(json_safe(it)))
         elif kind == "rounds_planned":
             self.rounds = {"rounds": ev.rounds, "seed": ev.seed, "orders": ev.orders,
                            "baseline": ev.baseline}
@@ -352,7 +359,7 @@ class ResultsBuilder:
             s = v.stats()
             if not s["n"]:
                 continue
-            phases = stats.phase_summaries(v.steps)
+            phases = v.phases()
             forward = phases.get("forward", {}).get("median")
             training = v.training
             row = {"name": v.name, "median": s["median"], "iqr": s["iqr"],
@@ -384,6 +391,14 @@ class ResultsBuilder:
         return {"schema": SCHEMA_VERSION, "title": self.title, "environment": self.environment,
                 **rounds, "variants": [v.to_dict() for v in self.in_order()],
                 "comparison": comparison, **self.extra}
+
+    def document_text(self) -> str:
+        """document() as results.json holds it (iteration_text.readable_json), the
+        iterations' lines the ones kept as they came where they stand for the same calls."""
+        texts = {name: v.texts for name, v in self.variants.items()
+                 if v.texts is not None and len(v.texts) == len(v.iterations)
+                 and v.kept_iterations()[1] is None}
+        return readable_json(self.document(), texts)
 
     def outcomes(self) -> set[str]:
         """What the variants came to, for the exit code (protocol.contract.exit_code): their

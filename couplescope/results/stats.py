@@ -26,7 +26,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def summarize(times: list[float]) -> dict:
     """n, min, median, mean, max, stddev (sample, n-1), iqr, and a noise flag."""
-    values = sorted(float(t) for t in times)
+    values = sorted(map(float, times))
     n = len(values)
     if n == 0:
         return {"n": 0, "min": None, "median": None, "mean": None, "max": None,
@@ -71,13 +71,15 @@ def warnings_for(stats: dict, first_seconds: float | None = None, timed: list[fl
 
 def phase_summaries(iterations: list[dict]) -> dict:
     """Median (and IQR) of each phase over the given iterations."""
-    names: list[str] = []
+    columns: dict[str, list[float]] = {}   # in the order the phases first appear
     for it in iterations:
-        for k in it.get("phases", {}):
-            if k not in names:
-                names.append(k)
+        for name, value in it.get("phases", {}).items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = []
+            column.append(value)
     out = {}
-    for name in names:
-        s = summarize([it["phases"][name] for it in iterations if name in it.get("phases", {})])
+    for name, column in columns.items():
+        s = summarize(column)
         out[name] = {"median": s["median"], "iqr": s["iqr"], "n": s["n"]}
     return out

@@ -24,7 +24,6 @@ import numpy as np
 
 from couplescope.backends.base import Coupling, error_text, essential_line
 from couplescope.backends.clock import PhaseClock
-from couplescope.protocol import events
 from couplescope.backends.batch import training_extra
 from couplescope.worker.training_checks import LossNotFinite
 
@@ -177,43 +176,64 @@ def _measure_batched(prepared: Prepared, runner, emit, kind: str, count: int, af
 
 
 def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) -> int:
-    records, failure = runner.run(size, stop)
-    judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
-    batch = []
-    diverged = done_at = None
-    for position, (seconds, phases, output_error, outputs, same, extra) in enumerate(records):
-        step = index + len(batch) + 1
-        if extra.pop("done", False) and done_at is None:   # not an event field: said after the batch
-            done_at = step
-        if output_error:
-            err, passed, error = float("inf"), False, output_error
-        elif prepared.training is not None:
-            err, passed, error = prepared.judge_step(kind, step, extra["loss"])
-            if not np.isfinite(extra["loss"]) and diverged is None:
-                diverged = error
-        elif same:   # byte-identical to outputs already judged (backends/batch.py says why)
-            err, passed, error = judged
-        else:
-            err, passed, error = prepared.check(outputs)
-            runner.judge(position, (err, passed, error))
-        batch.append({"index": step, "kind": kind, "seconds": seconds, "phases": phases,
-                      "max_rel_error": err, "passed": passed, "error": error, **extra})
-    if failure is not None and index + len(batch) < count:   # the call that raised: FAILED
-        message, seconds = failure
+    """One batch made, checked and reported, in columns (backends/batch.py says why)."""
+    batch = runner.run(size, stop)
+    (errs, passes, errors), diverged = _judged(prepared, runner, batch, kind, index)
+    seconds, phases, losses = batch.seconds, batch.phases, batch.losses
+    n = len(batch)
+    if batch.failure is not None and index + n < count:   # the call that raised: FAILED
+        message, failed_after = batch.failure
         prepared.clock.reset()
-        batch.append({"index": index + len(batch) + 1, "kind": kind, "seconds": seconds,
-                      "phases": {}, "max_rel_error": float("inf"), "passed": False,
-                      "error": first_line_of(message)})
-    if batch:
-        emit("iterations", **events.iteration_columns(kind, index + 1, batch))
-    for record in batch:
-        if after is not None:
-            after(kind, record["index"])
+        seconds, errs, passes = seconds + [failed_after], errs + [float("inf")], passes + [False]
+        errors = errors + [first_line_of(message)]
+        phases = {name: column + [None] for name, column in phases.items()}
+        losses = None if losses is None else losses + [float("nan")]
+        n += 1
+    if n:
+        fields = {"kind": kind, "first_index": index + 1, "seconds": seconds, "phases": phases,
+                  "max_rel_error": errs, "passed": passes, "error": errors}
+        if losses is not None:   # training steps
+            fields["loss"] = losses
+        emit("iterations", **fields)
+    if after is not None:
+        for step in range(index + 1, index + n + 1):
+            after(kind, step)
     if diverged:
         raise LossNotFinite(diverged)
-    if done_at is not None:
-        prepared.training.said_done(kind, done_at)   # raises TrainingComplete where honoured
-    return index + len(batch)
+    if batch.done is not None:   # not an event field: said after the batch
+        prepared.training.said_done(kind, index + batch.done + 1)   # raises TrainingComplete where honoured
+    return index + n
+
+
+def _judged(prepared, runner, batch, kind, index) -> tuple[tuple[list, list, list], str | None]:
+    """((max_rel_error, passed, error) columns, why the training diverged or None) of a
+    batch: a training step is judged by its loss, a call whose outputs are byte-identical
+    to those already judged shares their result, any other call's outputs are checked."""
+    n = len(batch)
+    judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
+    same, output_errors = batch.same, batch.errors
+    if prepared.training is None and output_errors is None and judged is not None and n and same.all():
+        err, passed, error = judged   # the common case: one result for every call
+        return ([err] * n, [passed] * n, [error] * n), None
+    errs, passes, errors = [], [], []
+    diverged = None
+    for i in range(n):
+        if output_errors is not None and output_errors[i]:
+            result = (float("inf"), False, output_errors[i])
+        elif prepared.training is not None:
+            loss = batch.losses[i]
+            result = prepared.judge_step(kind, index + i + 1, loss)
+            if not np.isfinite(loss) and diverged is None:
+                diverged = result[2]
+        elif same[i]:
+            result = judged
+        else:
+            result = prepared.check(batch.outputs(i))
+            runner.judge(i, result)
+        errs.append(result[0])
+        passes.append(result[1])
+        errors.append(result[2])
+    return (errs, passes, errors), diverged
 
 
 def first_line_of(text: str) -> str:

@@ -4,7 +4,7 @@ does and why is couplescope.backends.batch."""
 
 from __future__ import annotations
 
-from couplescope.backends.batch import BATCH_SECONDS, BatchRunner
+from couplescope.backends.batch import BATCH_SECONDS, BatchRunner, columns_of
 
 
 class NativeBatchRunner(BatchRunner):
@@ -33,15 +33,26 @@ class NativeBatchRunner(BatchRunner):
                                                                            self._slots, feeds)
         if self.feeder is not None and len(rows) < count:
             self.feeder.unfill(count - len(rows))   # the steps not made: filled again next batch
-        raw = []
-        for row, error, extra in zip(rows, errors, extras):
-            extra = dict(extra or {})   # what the host's own Python timed (a bridge module)
-            loss = extra.pop("step_loss", None)   # a training step's loss (not its phase)
-            done = extra.pop("step_done", False)  # its train call said training is complete
-            phases = extra
-            for name, value in zip(self.phase_names, row[1:]):
-                if value:
-                    phases[name] = phases.get(name, 0.0) + value
-            raw.append((row[0], phases, error, ({} if loss is None else {"loss": loss})
-                        | ({"done": True} if done else {})))
-        return raw, (failure, failed_after) if failure else None
+        failed = (failure, failed_after) if failure else None
+        if any(extras):   # what the host's own Python timed (a bridge module), a step's loss and done
+            return columns_of([self._call(row, error, extra) for row, error, extra in zip(rows, errors, extras)]), failed
+        # the common case, in columns straight from the rows: a phase the host did not time
+        # in a call (0) is None there, and a phase no call had is left out
+        phases = {}
+        for j, name in enumerate(self.phase_names, 1):
+            column = [row[j] or None for row in rows]
+            if any(column):
+                phases[name] = column
+        errors = [e or None for e in errors]
+        return ([row[0] for row in rows], phases, errors if any(errors) else None, None, None), failed
+
+    def _call(self, row, error, extra) -> tuple:
+        """One call as columns_of takes it, merging what the host's Python timed."""
+        extra = dict(extra or {})
+        loss = extra.pop("step_loss", None)   # a training step's loss (not its phase)
+        done = extra.pop("step_done", False)  # its train call said training is complete
+        phases = extra
+        for name, value in zip(self.phase_names, row[1:]):
+            if value:
+                phases[name] = phases.get(name, 0.0) + value
+        return row[0], phases, error, ({} if loss is None else {"loss": loss}) | ({"done": True} if done else {})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shlex
 import signal
@@ -70,7 +69,10 @@ def run_headless(args) -> int:
     json_lost = None
     if args.json:
         try:
-            sys.stdout.write(json.dumps(outcome.builder.document(), indent=1, default=str) + "\n")
+            # as results.json is written, each iteration one compact line made as it came
+            # (couplescope.results.iteration_text; docs/architecture.md, "What the harness
+            # costs"): json's indenting encoder took longer than SimpleNet's calls did
+            sys.stdout.write(outcome.builder.document_text() + "\n")
             sys.stdout.flush()
         except OSError as exc:
             # stdout went away (SIGHUP: EIO, a closed pipe: EPIPE): the run directory has it;

@@ -38,7 +38,7 @@ class AppListener(Listener):
         kind = event.event
         if kind in ("iteration", "iterations"):   # the app draws calls one at a time
             with self._lock:
-                self._buffer.extend(event.calls)  # a batch's, expanded once where parsed
+                self._buffer.extend(event.calls)  # a batch's, expanded once and shared
             return
         with self._post_lock:
             self._flush_locked()

@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 
 from couplescope.backends.base import Coupling
-from couplescope.backends.batch import BATCH_SECONDS, MAX_BATCH, MAX_SNAPSHOT_BYTES, BatchRunner
+from couplescope.backends.batch import BATCH_SECONDS, MAX_BATCH, MAX_SNAPSHOT_BYTES, BatchRunner, columns_of
 from couplescope.backends.hosts.driver.build import DriverBuild, ensure_built, facts
 from couplescope.backends.hosts.driver.process import DriverEnded, DriverProcess, DriverRaised, driver_env
 from couplescope.backends.hosts.driver.shared_file import SharedFile
@@ -321,7 +321,7 @@ class DriverBatchRunner(BatchRunner):
         except DriverEnded as exc:
             if self.feeder is not None:
                 self.feeder.unfill(count)
-            return [], (str(exc), 0.0)
+            return columns_of([]), (str(exc), 0.0)
         if self.feeder is not None and made < count:
             self.feeder.unfill(count - made)   # the steps not made: filled again next batch
         coupling.calls_made += made
@@ -331,4 +331,4 @@ class DriverBatchRunner(BatchRunner):
             phases = {name: float(v) for name, v in zip(coupling.phases, row[1:]) if v}
             extra = {"loss": float(coupling.step_losses[k])} if coupling.training else {}
             raw.append((float(row[0]), phases, None, extra))
-        return raw, failure
+        return columns_of(raw), failure
