@@ -25,7 +25,7 @@ from time import perf_counter
 import numpy as np
 
 from couplescope.backends import hosts
-from couplescope.backends.base import CouplingContext, first_line
+from couplescope.backends.base import CouplingContext, Team, first_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
@@ -226,7 +226,8 @@ def run_variant(spec, backend, team, paced: bool = False) -> None:
     placements = team.stage(team.place, share=True)
     team.placed(placements)
     here = spec.replace(device=placements[team.rank]["device"])
-    after = team.after_iteration
+    # a call per iteration to a team that does nothing after one (one process) is skipped
+    after = None if type(team).after_iteration is Team.after_iteration else team.after_iteration
     with tempfile.TemporaryDirectory(prefix="couplescope-") as tmpdir:
         prepared = team.stage(lambda: prepare(here, backend, tmpdir, team.rank, team.gradient_reducer(),
                                               report=team.now))
