@@ -32,13 +32,13 @@ def batch_records(ev, round_number: int | None = None) -> list[dict]:
     the user waits for (docs/architecture.md, "What the harness costs")."""
     kind, first = ev["kind"], ev["first_index"]
     warmup, profiled = kind == "warmup", kind == "profiled"
-    names = tuple(ev["phases"])
-    if names:
-        phases = [dict(zip(names, values)) if None not in values
-                  else {n: v for n, v in zip(names, values) if v is not None}
-                  for values in zip(*ev["phases"].values())]
-    else:
+    names, columns = tuple(ev["phases"]), list(ev["phases"].values())
+    if not names:
         phases = [{} for _ in ev["seconds"]]
+    elif any(None in column for column in columns):   # a phase some calls did not have
+        phases = [{n: v for n, v in zip(names, values) if v is not None} for values in zip(*columns)]
+    else:
+        phases = [dict(zip(names, values)) for values in zip(*columns)]
     records = [{"index": index, "kind": kind, "seconds": seconds, "phases": p, "max_rel_error": err,
                 "passed": passed, "error": error, "warmup": warmup, "profiled": profiled}
                for index, seconds, p, err, passed, error in zip(
