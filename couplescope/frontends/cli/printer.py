@@ -365,7 +365,7 @@ class HeadlessPrinter(Listener):
             for key in ("min", "median", "mean", "max", "stddev"):
                 self.print(f"{key:<6} time taken (s): {fmt.sci(s[key])}")
             self.print(f"sample size: {s['n']}")
-            phases = stats.phase_summaries(v.steps)
+            phases = v.phases()   # kept by the builder: results.json and the table ask too
             if phases:
                 self.print("median per phase: " + ", ".join(f"{k} {fmt.seconds(p['median'])}"
                                                           for k, p in phases.items()))
