@@ -108,6 +108,28 @@ def test_two_undisturbed_rounds_rank_from_those_alone():
     assert f"rounds 3–4 left out of {OTHER} ÷ {BASE}" in outcome.document()["rounds"]["noise"]["line"]
 
 
+def test_the_phases_of_the_same_calls_from_two_hosts_follow_the_rule():
+    """The recording's torchscript variant made as if the python host had made the bridge's
+    calls (its run_started spec: backend and host), so the two variants differ only in
+    who makes the calls and the run ends with the per-phase table of results.phase_pairs.
+    Disturbed in 3 of its 4 rounds, no phase is ranked there either."""
+    from couplescope.protocol import events
+    from couplescope.results.phase_pairs import host_comparison
+
+    evs = [events.typed({**ev, "spec": {**ev["spec"], "backend": "bridge", "host": "python"}})
+           if ev["event"] == "run_started" and ev["variant"] == OTHER else ev
+           for ev in only_samples_of(replay.read(FIXTURE), OTHER, {2, 3, 4})]
+    outcome, out = replayed(evs)
+    by_host = host_comparison(outcome.builder.comparison(), outcome.builder.variants)
+    cells = [row["cells"][OTHER] for row in by_host["phases"]]
+    assert by_host["base"] == BASE and [row["phase"] for row in by_host["phases"]][-1] == "call"
+    assert all(c.get("cannot_rank") == "3 of 4 rounds disturbed" and c["ratio"] is None for c in cells), cells
+    table = out.split("per phase, by host", 1)[1].splitlines()
+    rows_of_table = table[3:3 + len(cells)]
+    assert all(line.rstrip().endswith("cannot rank") for line in rows_of_table), rows_of_table
+    assert table[3 + len(cells)].startswith("cannot rank: other processes loaded the machine")
+
+
 # -- the regression gate ---------------------------------------------------------------------
 
 def _saved(per_round: dict, loads: dict) -> dict:

@@ -34,7 +34,9 @@ rounds could hide: how far a busy core moves a call depends on the model, the th
 and the scheduler, and no bound on it holds for every run. A round no telemetry sample
 fell in (shorter than the sampling interval) is not known to be disturbed and is kept;
 the noise verdict says how many there were. The regression gate (`--compare`,
-couplescope.results.regression) leaves out the same rounds of a saved run.
+couplescope.results.regression) leaves out the same rounds of a saved run, and the
+phases of the same calls from two hosts (couplescope.results.phase_pairs) are paired
+under the same rule (`pair_disturbed`).
 
 Pure functions of lists of seconds (pair_rows: of the builder's rows and variants); no
 torch, numpy only where the bootstrap draws.
@@ -166,14 +168,13 @@ def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) 
     for group in _size_groups(rows, variants):
         base = _baseline_of(group, variants, named)
         base_rounds = by_round(variants[base["name"]].steps)
-        base_disturbed = disturbed_rounds(round_loads(variants[base["name"]]))
         for r in group:
             r["baseline"] = base["name"]
             if r is base:
                 r.update(ratio=1.0, ratio_low=None, ratio_high=None, ratio_spread=None, paired_rounds=None,
                          rounds_disturbed=[], cannot_rank=None)
                 continue
-            disturbed = base_disturbed | disturbed_rounds(round_loads(variants[r["name"]]))
+            disturbed = pair_disturbed(variants[base["name"]], variants[r["name"]])
             key = (base["name"], r["name"], len(variants[base["name"]].iterations),
                    len(variants[r["name"]].iterations), tuple(sorted(disturbed)))
             if key not in cache:
@@ -188,6 +189,13 @@ def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) 
                      ratio_spread=pair["spread"], paired_rounds=pair["rounds"],
                      ratio_per_round=pair["per_round"], rounds_disturbed=pair["disturbed"],
                      cannot_rank=pair["cannot_rank"])
+
+
+def pair_disturbed(base, other) -> set[int]:
+    """The rounds a pair of the builder's VariantResults leaves out: those either was
+    disturbed in (what `paired_ratio`'s `disturbed` takes, wherever two variants are
+    paired: the comparison's rows, results.phase_pairs' phases)."""
+    return disturbed_rounds(round_loads(base)) | disturbed_rounds(round_loads(other))
 
 
 def round_loads(variant) -> dict:

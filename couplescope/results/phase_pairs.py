@@ -6,7 +6,8 @@ differ only in who makes the calls, and every host names its phases alike (marsh
 forward, marshal_out; a training step's zero_grad, forward, loss, backward, step), so
 each phase can be set beside its twin. Each variant's phase median, and its ratio to the
 baseline's from same-round pairs with the interval (results/paired.py: the same pairing
-the whole call gets), per phase and for the whole call.
+the whole call gets, the rounds either was disturbed in left out), per phase and for the
+whole call.
 
 Pure functions of the builder's variants (events in, numbers out); no torch.
 """
@@ -54,8 +55,11 @@ def same_calls_other_hosts(variants: list) -> bool:
 
 def host_comparison(rows: list[dict], variants: dict) -> dict | None:
     """{"base", "names", "phases": [{"phase", "cells": {name: {"median", "ratio", "low",
-    "high"} or {"median": None, "absent": True} where the host has no such phase}}]} for a run whose variants make the same calls from different hosts; None
-    otherwise. `rows`: the builder's comparison rows (their order and baseline)."""
+    "high", "cannot_rank"} or {"median": None, "absent": True} where the host has no such
+    phase}}]} for a run whose variants make the same calls from different hosts; None
+    otherwise. `rows`: the builder's comparison rows (their order and baseline). A pair is
+    ranked from the rounds neither variant was disturbed in, as the comparison's rows are:
+    with too few left, its ratio is None and `cannot_rank` says why."""
     chosen = [variants[r["name"]] for r in rows if r["name"] in variants]
     if not same_calls_other_hosts(chosen):
         return None
@@ -67,6 +71,9 @@ def host_comparison(rows: list[dict], variants: dict) -> dict | None:
             for phase in it.get("phases") or {}:
                 if phase not in order:
                     order.append(phase)
+    # the rounds either of a pair was disturbed in: left out of every phase's pair, as
+    # they are of the whole call's in the comparison (results/paired.py: one rule)
+    disturbed = {name: paired.pair_disturbed(variants[base], variants[name]) for name in names}
     table = []
     for phase in [*order, None]:
         base_rounds = phase_by_round(variants[base].steps, phase)
@@ -81,9 +88,11 @@ def host_comparison(rows: list[dict], variants: dict) -> dict | None:
                       for it in steps]
             cell = {"median": _median(values)}
             if name != base and cell["median"] and base_makes:
-                pair = paired.paired_ratio(base_rounds, phase_by_round(steps, phase))
-                if pair is not None:
-                    cell.update(ratio=pair["ratio"], low=pair["low"], high=pair["high"])
+                pair = paired.paired_ratio(base_rounds, phase_by_round(steps, phase),
+                                           disturbed=disturbed[name])
+                if pair is not None:   # (no ratio where too few undisturbed rounds are left)
+                    cell.update(ratio=pair["ratio"], low=pair["low"], high=pair["high"],
+                                cannot_rank=pair["cannot_rank"])
                 else:
                     base_values = [it["seconds"] if phase is None else (it.get("phases") or {}).get(phase, 0.0)
                                    for it in variants[base].steps]

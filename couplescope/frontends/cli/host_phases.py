@@ -3,8 +3,9 @@
 When the variants make the same calls from different hosts (`--host native,ftorch`), the
 closing comparison says how the whole calls compare; this table says where: each phase's
 median per host, and each host's ratio to the baseline's with its 95% interval from
-same-round pairs (couplescope.results.phase_pairs). Columns are named by host, since the
-host is all that differs.
+same-round pairs (couplescope.results.phase_pairs), or "cannot rank" where other
+processes disturbed too many of the rounds (the comparison's rule). Columns are named by
+host, since the host is all that differs.
 """
 
 from __future__ import annotations
@@ -30,14 +31,20 @@ def host_phase_table(comparison: dict, hosts: dict) -> str:
             ratio = cell.get("ratio")
             interval = (f" ({cell['low']:.2f}–{cell['high']:.2f})" if cell.get("low") is not None else "")
             unmade = cell.get("absent") or cells[base].get("absent")
-            line += [median_text(cell), ABSENT if unmade else (f"{ratio:.2f}x{interval}" if ratio else "n/a")]
+            text = (ABSENT if unmade else "cannot rank" if cell.get("cannot_rank")
+                    else f"{ratio:.2f}x{interval}" if ratio else "n/a")
+            line += [median_text(cell), text]
         body.append(line)
     table = fmt.table(headers, body, right=set(range(1, len(headers))))
-    paired = any(c.get("low") is not None for r in comparison["phases"] for c in r["cells"].values())
+    every_cell = [c for r in comparison["phases"] for c in r["cells"].values()]
+    paired = any(c.get("low") is not None or c.get("cannot_rank") for c in every_cell)
     how = ("ratio from same-round pairs, 95% interval" if paired
            else "ratio of the medians: one round, no interval")
-    absent = any(c.get("absent") for r in comparison["phases"] for c in r["cells"].values())
+    absent = any(c.get("absent") for c in every_cell)
     note = f"\n{ABSENT}: that host has no such phase" if absent else ""
+    if any(c.get("cannot_rank") for c in every_cell):
+        note += ("\ncannot rank: other processes loaded the machine in too many of the rounds "
+                 "(the note below)")
     return f"per phase, by host (median; {how}):\n" + table + note
 
 
