@@ -27,6 +27,7 @@ compact = json.JSONEncoder(separators=(", ", ": "), allow_nan=False, default=str
 
 _FLOAT = float.__repr__
 _BOOL = {True: "true", False: "false"}
+_FLOAT_TYPE, _BOOL_TYPE, _ERROR_TYPES = {float}, {bool}, {type(None), str}
 
 
 def json_safe(it: dict) -> dict:
@@ -43,7 +44,13 @@ def json_safe(it: dict) -> dict:
 
 
 def _floats(column) -> bool:
-    return all(type(v) is float and math.isfinite(v) for v in column)
+    """Every value a finite float. (A sum of floats is finite only when each is; a sum
+    that overflows says no, and the batch is written the slow way, as correctly.)"""
+    return set(map(type, column)) <= _FLOAT_TYPE and math.isfinite(sum(column))
+
+
+def _only(column, types: set) -> bool:
+    return set(map(type, column)) <= types
 
 
 def batch_texts(records: list[dict], phases: dict, columns: dict) -> list[str]:
@@ -55,8 +62,7 @@ def batch_texts(records: list[dict], phases: dict, columns: dict) -> list[str]:
     simple = (first is not None and type(first["index"]) is int
               and all(_floats(column) for column in phases.values())
               and all(_floats(columns[k]) for k in ("seconds", "max_rel_error") + (("loss",) if "loss" in first else ()))
-              and all(type(p) is bool for p in columns["passed"])
-              and all(e is None or type(e) is str for e in columns["error"])
+              and _only(columns["passed"], _BOOL_TYPE) and _only(columns["error"], _ERROR_TYPES)
               and all(type(first[k]) is int for k in ("round", "rank") if k in first))
     if not simple:
         return [compact(json_safe(it)) for it in records]
@@ -69,8 +75,8 @@ def batch_texts(records: list[dict], phases: dict, columns: dict) -> list[str]:
     template = head + tail + (', "loss": %s}' if "loss" in first else "}")
     values = [[r["index"] for r in records], list(map(_FLOAT, columns["seconds"])),
               *[list(map(_FLOAT, column)) for column in phases.values()],
-              _same_floats(columns["max_rel_error"]), [_BOOL[p] for p in columns["passed"]],
-              ["null" if e is None else encode_basestring_ascii(e) for e in columns["error"]]]
+              _same_floats(columns["max_rel_error"]), _same(columns["passed"], _BOOL.__getitem__),
+              _same(columns["error"], _error_text)]
     if "loss" in first:
         values.append(list(map(_FLOAT, columns["loss"])))
     return [template % row for row in zip(*values)]
@@ -79,9 +85,19 @@ def batch_texts(records: list[dict], phases: dict, columns: dict) -> list[str]:
 def _same_floats(column: list[float]) -> list[str]:
     """The column's reprs, made once when every value is the same (a check result shared
     by every call whose outputs matched the judged ones)."""
+    return _same(column, _FLOAT)
+
+
+def _same(column: list, text) -> list[str]:
+    """Each value's text, made once when every value is the same (a check's passed and
+    error shared by every call whose outputs matched the judged ones)."""
     if column and column.count(column[0]) == len(column):
-        return [_FLOAT(column[0])] * len(column)
-    return list(map(_FLOAT, column))
+        return [text(column[0])] * len(column)
+    return list(map(text, column))
+
+
+def _error_text(error: str | None) -> str:
+    return "null" if error is None else encode_basestring_ascii(error)
 
 
 def readable_json(document: dict, texts: dict[str, list[str]] | None = None) -> str:
