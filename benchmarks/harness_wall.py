@@ -22,12 +22,11 @@ harness that costs nothing beside the calls. The issue's check (SimpleNet infere
 200 000 calls) needs at most 2.0.
 
 On a machine other processes share, the wall says as much about them as about
-couplescope: a start-up run slowed by a second is 5 µs per iteration of 200 000. So the
-summary gives, beside the median of the trials' ratios, the quietest (the least big-run
-wall less the least start-up wall) and the CPU per iteration of every process of the run
-(parent and workers, user and system) ÷ the median call, which other processes do not
-inflate. The CPU figure is not the wall: the parent's share runs on another core beside
-the worker, and a run on one free core pays it in wall too.
+couplescope: a start-up run slowed by a second is 5 µs per iteration of 200 000. So each
+trial also gives the CPU per iteration of every process of the run (parent and workers,
+user and system) ÷ the median call, which waiting for a core does not inflate (though
+sharing caches with other processes does). It is not the wall: the parent's share runs
+on another core beside the worker, and a run on one free core pays it in wall too.
 
 N is 200 000 for SimpleNet inference (the issue's figure) and, for the other cases, as
 many calls as make the same time in calls as SimpleNet's (from a short run's median), at
@@ -70,6 +69,8 @@ CASES = {
 #: SimpleNet inference runs the issue's 200 000 calls; the others as many as take as long
 REFERENCE_CALLS = 200_000
 MIN_CALLS = 100
+#: where the runs start: no couplescope checkout there to shadow the one measured
+NEUTRAL = os.path.abspath(os.sep)
 
 
 def children_cpu() -> float:
@@ -79,21 +80,38 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def code_env(code: str | None) -> dict:
+    """The environment of a process that imports `code`'s couplescope (None: the installed
+    one). PYTHONSAFEPATH: `python -m` and `python -c` put the working directory first on
+    sys.path, so a run started from a checkout would import that checkout's couplescope
+    whatever PYTHONPATH says (and the runs are started from a neutral directory too)."""
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([code, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    return env
+
+
 def run(argv: list[str], code: str | None) -> tuple[float, float, dict]:
     """One couplescope run: (wall seconds, CPU seconds of all its processes, its results
     document)."""
-    env = dict(os.environ)
-    if code:
-        env["PYTHONPATH"] = os.pathsep.join([code, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    env = code_env(code)
     t0, cpu0 = time.monotonic(), children_cpu()
     out = subprocess.run([sys.executable, "-m", "couplescope", *argv, *COMMON], capture_output=True,
-                         text=True, env=env)
+                         text=True, env=env, cwd=NEUTRAL)
     wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
     # a short training run may end short of its final check's tolerance (exit 1): its
     # steps were made and timed all the same
     if out.returncode != 0 and not (out.returncode == 1 and "--task" in argv):
         raise SystemExit(f"couplescope {' '.join(argv)} exited {out.returncode}: {out.stderr.strip()[-600:]}")
     return wall, cpu, json.loads(out.stdout)
+
+
+def say_imports(codes: dict) -> None:
+    """Print which couplescope each label's runs import (a check that --before took)."""
+    for label, code in codes.items():
+        where = subprocess.run([sys.executable, "-c", "import couplescope; print(couplescope.__file__)"],
+                               capture_output=True, text=True, env=code_env(code), cwd=NEUTRAL, check=True)
+        print(f"{label}: {where.stdout.strip()}")
 
 
 def median_call(doc: dict) -> float:
@@ -150,11 +168,8 @@ def parts(code: str | None, tmp: str) -> dict:
             batches = [ev for ev in map(json.loads, f) if ev["event"] == "iterations" and ev["kind"] == "timed"]
         outside = sorted((b["t"] - a["t"] - sum(b["seconds"])) / len(b["seconds"]) for a, b in zip(batches, batches[1:]))
         calls = sorted(s for b in batches for s in b["seconds"])
-        env = dict(os.environ)
-        if code:
-            env["PYTHONPATH"] = code
         parent = subprocess.run([sys.executable, "-c", PARENT_PARTS, path], capture_output=True, text=True,
-                                env=env, check=True)
+                                env=code_env(code), cwd=NEUTRAL, check=True)
     return {"call": calls[len(calls) // 2], "worker": outside[0], "worker_median": outside[len(outside) // 2],
             **json.loads(parent.stdout)}
 
@@ -173,6 +188,7 @@ def main() -> int:
         import tempfile
 
         codes = {"after": None, **({"before": os.path.abspath(args.before)} if args.before else {})}
+        say_imports(codes)
         print("per SimpleNet call, µs: median call; worker: wall outside the calls (least disturbed batch, "
               "median batch); parent CPU: parse, builder, document, JSON text")
         for n in range(args.trials):
@@ -188,6 +204,7 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"unknown case {unknown[0]}; choose from: {', '.join(CASES)}")
     codes = {"after": None, **({"before": os.path.abspath(args.before)} if args.before else {})}
+    say_imports(codes)
     # how many calls each case makes: the time SimpleNet inference spends in its calls
     _, _, reference = run(CASES["simplenet-infer"] + ["--iterations", str(args.small)], None)
     budget = args.calls * median_call(reference)
@@ -210,21 +227,17 @@ def main() -> int:
                       f"iteration, median call {got['call'] * 1e6:.1f} µs: {got['ratio']:.2f}x "
                       f"(CPU {got['cpu_ratio']:.2f}x)", flush=True)
     print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("wall per iteration ÷ median call: the median of the trials (each trial's in brackets); the\n"
-          "quietest: the least big-run wall less the least start-up-run wall, so that a start-up slowed\n"
-          "by other processes does not count; CPU: every process's CPU per iteration ÷ median call")
+    print("wall per iteration ÷ median call, the median of the trials (each trial's in brackets); CPU:\n"
+          "every process's CPU per iteration ÷ median call")
     for case in cases:
         for code in codes:
             got = results[(case, code)]
             ratios = [g["ratio"] for g in got]
-            call = statistics.median(g["call"] for g in got)
-            quietest = (min(g["wall"] for g in got) - min(g["startup"] for g in got)) / (
-                got[0]["calls"] - got[0]["small"]) / call
             print(f"{case:>17} {code:>6}: {statistics.median(ratios):5.2f}x  "
-                  f"({', '.join(f'{r:.2f}' for r in ratios)}); quietest {quietest:.2f}x; "
+                  f"({', '.join(f'{r:.2f}' for r in ratios)}); "
                   f"CPU {statistics.median(g['cpu_ratio'] for g in got):.2f}x; per iteration "
                   f"{statistics.median(g['per_iteration'] for g in got) * 1e6:.1f} µs, median call "
-                  f"{call * 1e6:.1f} µs, {got[0]['calls']} calls")
+                  f"{statistics.median(g['call'] for g in got) * 1e6:.1f} µs, {got[0]['calls']} calls")
     return 0
 
 
