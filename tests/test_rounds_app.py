@@ -1,50 +1,39 @@
 """A run in interleaved rounds played in the real app (a synthetic run, recorded by the real
-exporter, replayed through the real session): the status names each variant's round as it
-starts, and the watch view always holds the calls of the variant it names."""
+exporter, replayed through the real session): the status names each variant's round, and
+the watch view always holds the calls of the variant it names, its plot drawn."""
 
 from __future__ import annotations
 
+import re
+import threading
+
+import pytest
 from test_rounds import A, B, run
-from test_tui_replay import SIZE, run_replay
+from test_tui_replay import SIZE, run_replay, until
 
 from couplescope.core import replay, rounds
+from couplescope.core.replay import PlayedWorker
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.views.watch import WatchView
+from couplescope.frontends.tui.watch_widgets import calls_done
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
 
 async def test_the_app_shows_the_rounds_as_they_come(tmp_path):
-    """A run in rounds played in the real app: the log says it is interleaved, the status
-    line names each variant's round as it starts, the watch view follows each turn with the
-    variant's calls so far, and the end gives what the ratios cannot rank."""
+    """A run in rounds played in the real app: the log says it is interleaved, the last
+    variant to end is the one shown, with its own calls only, and the end gives the paired
+    ratio and what the ratios cannot rank."""
     outcome, _ = run([A, B], export=str(tmp_path), rounds=4, order_seed=3)
     app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording.read(outcome.run_directory))
-    statuses, shown = [], []
-    real_status = app.set_status
-
-    def status(text):
-        statuses.append(text)
-        real_status(text)
-    app.set_status = status
     async with app.run_test(size=SIZE) as pilot:
-        watch = app.query_one("#watch")
-        real_resume = watch._resume
-
-        def resume(record, name):
-            real_resume(record, name)
-            variant = record.builder.variants.get(name)
-            if variant is not None and variant.iterations:   # its second round on
-                shown.append((name, len(variant.iterations), watch._progress, watch.query_one("#plot").variant))
-        watch._resume = resume
         await run_replay(pilot)
         record = app.runs[1]
         assert record.status == "finished" and record.builder.rounds["orders"] == outcome.builder.rounds["orders"]
         assert any(n.startswith("interleaved: 4 rounds") for n in app.notes)
-        rounds_seen = [s.split(": ", 1)[1] for s in statuses if ": round " in s]
-        planned = rounds.plan([A, B], 4, seed=3).orders
-        assert rounds_seen == [f"round {r}/4: {name}" for r, order in enumerate(planned, 1) for name in order]
-        # from its second round on, a variant's turn starts with its calls so far drawn back
-        # (6 turns), and so do its profiled calls after the last round (one per variant)
-        assert len(shown) == 6 + 2
-        assert all(progress == calls and plotted == name for name, calls, progress, plotted in shown)
+        last = outcome.builder.last_ended
+        assert last in str(app.query_one("#stats").render())
+        assert list(app.query_one("#iteration-table").checks) == ["PASSED"] * (1 + 12 + 1)
         assert any("cannot be ranked" in n for n in app.notes)
         # the paired ratio itself, which the compare view (ratio to the fastest median) lacks
         row = {r["name"]: r for r in outcome.builder.comparison()}
@@ -53,36 +42,74 @@ async def test_the_app_shows_the_rounds_as_they_come(tmp_path):
                 f"(95% interval {other['ratio_low']:.2f}–{other['ratio_high']:.2f}, by round ") in app.notes[-2]
 
 
-async def test_the_watch_view_shows_only_the_followed_variants_calls(tmp_path):
-    """Whatever arrives, the plot and the table hold the calls of one variant, the one the
-    status names: at a variant's first round (its worker still starting, no call yet) they
-    are emptied under its name, not left with the previous variant's calls; after the last
-    round, when each variant makes its profiled calls with no round_started before them,
-    the view follows each in turn instead of adding them to another variant's."""
-    outcome, _ = run([A, B], export=str(tmp_path), rounds=4, order_seed=3)
-    app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording.read(outcome.run_directory))
-    wrong, checked = [], []
-    async with app.run_test(size=SIZE) as pilot:
-        watch = app.query_one("#watch")
-        real_follow = watch.follow
+def one_round_at_a_time(monkeypatch) -> threading.Semaphore:
+    """From now on, played workers stop after each round until the test lets the next one
+    go (the semaphore's release), as a live run's rounds come one after the other."""
+    gate = threading.Semaphore(0)
+    play = PlayedWorker.events
 
-        def follow(record, evs):
-            real_follow(record, evs)
-            if evs[0]["event"] not in ("round_started", "iteration"):
-                return
-            plot, table = watch.query_one("#plot"), watch.query_one("#iteration-table")
-            variant = record.builder.variants.get(record.current)
-            calls = len(variant.iterations) if variant is not None else 0
-            shown = (plot.variant, len(plot.points), len(table.checks) + len(table._pending))
-            checked.append(evs[0]["event"])
-            if shown != (record.current, calls, calls):
-                wrong.append((evs[0]["event"], record.current, calls, shown))
-        watch.follow = follow
-        await run_replay(pilot)
-        assert app.runs[1].status == "finished"
-        assert checked.count("round_started") == 8 and "iteration" in checked
-        assert wrong == []
-        # the last variant to finish is the one shown, with its own calls only
-        last = outcome.builder.last_ended
-        assert "[b]" not in last and last in str(app.query_one("#stats").render())
-        assert list(app.query_one("#iteration-table").checks) == ["PASSED"] * (1 + 12 + 1)
+    def events(self):
+        for ev in play(self):
+            yield ev
+            if ev.event == "round_finished":
+                while not gate.acquire(timeout=0.01):
+                    if self._stopped:
+                        return
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return gate
+
+
+async def test_every_figure_of_the_watch_view_names_the_variant_measuring_now(tmp_path, monkeypatch):
+    """After each round, at the view's next redraw on its own timer: the status line's round
+    and variant, the statistics, the progress bar, the table and the plot all show the
+    variant of that round with every call it made so far, and the plot is drawn (it stayed
+    empty until the last round: each round's switch drew the new variant's empty plot at
+    once, and the rate limit held its calls back until the next switch emptied it again).
+    The status names the rounds of the plan, in its order."""
+    monkeypatch.setattr(WatchView, "redraw_seconds", 0.05)   # the view's timer, fast: no test waits 0.5 s
+    outcome, _ = run([A, B], export=str(tmp_path), rounds=3, order_seed=3)
+    planned = rounds.plan([A, B], 3, seed=3).orders
+    gate = one_round_at_a_time(monkeypatch)   # (the recording above was made without it)
+    app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording.read(outcome.run_directory))
+    statuses: list[str] = []
+    real_status = app.set_status
+
+    def status(text):
+        statuses.append(text)
+        real_status(text)
+    app.set_status = status
+    redraws = [0]
+    real_redraw = WatchView.redraw
+
+    def counted(self, force=False):
+        real_redraw(self, force)
+        redraws[0] += not force
+    monkeypatch.setattr(WatchView, "redraw", counted)   # (the timer holds the method it was given)
+    async with app.run_test(size=(80, 24)) as pilot:
+        watch = app.query_one("#watch")
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs, "the run started")
+        record = app.runs[1]
+        for number, order in enumerate(planned, 1):
+            for name in order:
+                await until(pilot, lambda: record.builder.variants.get(name) is not None
+                            and record.builder.variants[name].round_finished == number, (number, name))
+                seen = redraws[0]
+                await until(pilot, lambda: redraws[0] >= seen + 2, "two redraws on the view's timer")
+                variant = record.builder.variants[name]
+                calls = len(variant.iterations)
+                plot, table = watch.query_one("#plot"), watch.query_one("#iteration-table")
+                stats = str(watch.query_one("#stats").render())
+                assert record.current == name and plot.variant == name, (number, name)
+                where = f"round {number}/3: {name}" if number < 3 else f"after the rounds: {name}: finishing"
+                assert where in app.main.query_one("#status").render().plain
+                assert f"{sum(calls_done(variant).values())}/" in stats and f"{name} running" in stats
+                assert watch.query_one("#progress").progress == sum(calls_done(variant).values())
+                assert len(plot.points) == calls and len(table.checks) == calls, (number, name)
+                assert "time per iteration" in str(plot.render()), (number, name, str(plot.render())[:200])
+                gate.release()
+        await until(pilot, lambda: app.active is None, "the run ended")
+        # each round named once, in the plan's order (the last: whichever its redraws caught)
+        named = [s.split(": ", 1)[1] for s in statuses if re.search(r": round \d/3: \w+$", s)]
+        plan = [f"round {r}/3: {name}" for r, order in enumerate(planned, 1) for name in order]
+        assert named == [p for p in plan if p in named] and plan[:4] == named[:4], named

@@ -266,6 +266,7 @@ class CoupleScopeApp(SignalEndings, App):
         if self.active is None:
             self.notify("no run is going", severity="information")
             return
+        self.active.stopping = True
         self.set_status(f"stopping {self.active.name} ...")
         self.stop_session(self.active)
 
@@ -394,11 +395,12 @@ class CoupleScopeApp(SignalEndings, App):
                     self.notify(f"{ev['variant']}: {ev.get('reason')}", title="variant failed",
                                 severity="error", timeout=10)
                 if ev["event"] in STATUS:
-                    self.set_status(f"{record.name}: {ev['variant']}: {STATUS[ev['event']]}")
+                    self.set_status(f"{record.name}: {record.round_words(ev['variant'])}{ev['variant']}: "
+                                    f"{STATUS[ev['event']]}")
                 elif ev["event"] == "host_build" and ev.get("status") != "cached":
                     self.set_status(f"{ev['variant']}: {build_text(ev)}")   # progress while it builds
-                elif ev["event"] == "round_started":
-                    self.set_status(f"{record.name}: round {ev['round']}/{ev['rounds']}: {ev['variant']}")
+                # a round's start is named by the Watch view when it shows that variant: rounds
+                # of a fast model come several a second, faster than the view redraws
         for view in self._followers.get(msg.kind, ()):
             view.follow(record, msg.events)
 

@@ -39,6 +39,7 @@ class RunRecord:
         self.summary_error: str | None = None   # why an export has no summary.png
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
+        self.stopping = False              # `s` was pressed: its session is being stopped
         self.done = threading.Event()      # set when its session thread has finished
         self.export_done = threading.Event()   # clear while an export copies it (on a thread)
         self.export_done.set()
@@ -54,6 +55,12 @@ class RunRecord:
             self.builder.on_event(ev)
             if ev["event"] in ("run_started", "round_started", "iteration"):   # rounds: each variant in turn
                 self.current = ev["variant"]   # (after the last round, each one's profiled calls)
+
+    def round_words(self, variant: str) -> str:
+        """"round 2/5: " while a run in rounds measures `variant` in its second round, else ""."""
+        v = self.builder.variants.get(variant)
+        rounds = self.builder.rounds
+        return f"round {v.round}/{rounds['rounds']}: " if rounds and v is not None and v.round else ""
 
     def export(self, parent: str) -> str:
         """Copy the run's directory to a new one under `parent` (named by the run's start

@@ -71,11 +71,12 @@ class TimePlot(PlotextPlot):
         self._dirty = False
         self._last_draw = 0.0
 
-    def reset(self, variant: str) -> None:
+    def reset(self, variant: str, calls=()) -> None:
+        """Hold `variant`'s calls (none yet, or its calls so far), drawn at the next draw."""
         self.points, self.variant, self._where = [], variant, {}
+        self.add(calls)
         self._dirty = True
-        self.draw(force=True)
-        self.post_message(self.LegendChanged([]))   # not the previous variant's key under an empty plot
+        self.post_message(self.LegendChanged([]))   # not the previous variant's key under another's calls
 
     def add(self, evs: list[dict]) -> None:
         """One point per call; under MPI every rank reports each call, and the point is the
@@ -112,8 +113,8 @@ class TimePlot(PlotextPlot):
         pts = sorted([p for p in self.points if p[1] != "timed"][:limit]
                      + [timed_pts[i] for i in _thin(len(timed_pts), limit)])
         timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
-        if not pts:
-            plt.title(f"per-iteration time: waiting for {self.variant or 'a run'}")
+        if not pts:   # short: plotext leaves out a title wider than the plot (36 columns at 80)
+            plt.title("no calls yet" if self.variant else "no run yet")
             self.refresh()
             return
         unit, scale = _unit(stats.percentile(timed, 50))
@@ -277,15 +278,21 @@ class IterationsTable(RichLog):
         self.checks.clear()
 
 
+def calls_done(variant) -> dict[str, int]:
+    """The calls a variant made so far, by kind: counted per iteration, not per record
+    (under MPI every rank reports each iteration). The statistics' counts and the progress
+    bar both come from here, so they never disagree."""
+    indices: dict[str, set] = {"timed": set(), "warmup": set(), "profiled": set()}
+    for it in variant.iterations:
+        indices.setdefault(it["kind"], set()).add(it["index"])
+    return {kind: len(seen) for kind, seen in indices.items()}
+
+
 def call_counts(variant) -> str:
     """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
-    the timed ones are in the statistics (n=), so the two totals must not look alike.
-
-    Counted per iteration, not per record: under MPI every rank reports each iteration.
-    """
+    the timed ones are in the statistics (n=), so the two totals must not look alike."""
     spec = variant.spec or {}
-    done = {kind: len({it["index"] for it in variant.iterations if it["kind"] == kind})
-            for kind in ("timed", "warmup", "profiled")}
+    done = calls_done(variant)
     expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
                 "profiled": spec.get("profile_iterations")}
     parts = [f"{done['timed']} timed"] + [

@@ -45,9 +45,14 @@ class AppView(TabPane):
     def tab_id(cls) -> str:
         return cls.title.lower()
 
+    _redraw_timer = None
+
     def on_mount(self) -> None:
-        if self.redraw_seconds:
-            self.set_interval(self.redraw_seconds, self.redraw)
+        """The redraw timer, once. Textual calls the on_mount of every class in the MRO that
+        defines one, so a subclass's `super().on_mount()` ran this twice: two timers, every
+        redraw done twice (a subclass's own on_mount needs no super() call)."""
+        if self.redraw_seconds and self._redraw_timer is None:
+            self._redraw_timer = self.set_interval(self.redraw_seconds, self.redraw)
 
     # -- hooks the app calls (UI thread) ------------------------------------------------
     def follow(self, record, events: list[dict]) -> None:

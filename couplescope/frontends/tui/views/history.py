@@ -40,8 +40,7 @@ traces; open the traces with `couplescope --tensorboard <path>`."""
             yield RunsTable(id="runs")
             yield Static(HINT, id="export-note")
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:   # (AppView's on_mount runs too, by Textual)
         self._dirty: set = set()   # runs whose row is out of date
 
     def run_started(self, record) -> None:

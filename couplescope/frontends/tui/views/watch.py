@@ -9,15 +9,24 @@ from textual.widgets import ProgressBar, Static
 from couplescope.frontends.tui.telemetry_panel import TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, TRAINING_HEADER, IterationsTable, PlotLegend,
-                                             StatsPanel, TimePlot)
+                                                     StatsPanel, TimePlot, calls_done)
 
 
 class WatchView(AppView):
     """Statistics, progress, the time plot and the latest iterations of the shown run's
     current variant; the telemetry panel beside them on a wide terminal.
 
-    Redrawn twice a second (the plot at most once, TimePlot.draw): every redraw is CPU
-    taken from the cores the worker is measured on (benchmarks/ui_perturbation.py)."""
+    One source for every figure: the run's record (its ResultsBuilder, and `current`, the
+    variant the latest event was about). Each redraw draws all of them from it at once, so
+    the status line's round, the statistics, the progress, the table and the plot always
+    name the same variant and the same calls. A run in rounds switches variants several
+    times a second (a round of a fast model takes milliseconds): the view follows the
+    variant current at each redraw, never one per event (it drew each switch's empty plot
+    at once, then waited a second to draw its calls, by when the next switch had emptied
+    it again: the plot stayed empty until the last round).
+
+    Redrawn twice a second (the plot at most once, TimePlot.draw, or at a switch): every
+    redraw is CPU taken from the cores the worker is measured on (benchmarks/ui_perturbation.py)."""
 
     key, title = "w", "Watch"
     focus_on = "#iteration-table"
@@ -31,11 +40,13 @@ PASSED/FAILED and the maximum relative error, progress, and median, IQR, min and
 the timed iterations. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts every
 call (all are checked); only the timed ones enter the statistics (`n=200 timed`). In a
 narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
-`m_out` marshal out. A training run (`--task train`) makes steps: zero_grad, forward, the
-loss, backward and the optimizer's step are its phases (`zero`, `bwd` when short), the
-table shows each step's loss, and the statistics the first and latest loss; when a
-variant ends, its `[training]` verdict says whether the model learnt its task, with the
-learned output (SimpleNet: input 1..5 gives 5 1 2 3 4)."""
+`m_out` marshal out. A run in rounds (`--rounds`) measures each variant in turns: the
+view follows the variant measuring now, with all its calls so far. A training run
+(`--task train`) makes steps: zero_grad, forward, the loss, backward and the optimizer's
+step are its phases (`zero`, `bwd` when short), the table shows each step's loss, and
+the statistics the first and latest loss; when a variant ends, its `[training]` verdict
+says whether the model learnt its task, with the learned output (SimpleNet: input 1..5
+gives 5 1 2 3 4)."""
 
     def compose(self) -> ComposeResult:
         yield StatsPanel(id="stats")
@@ -50,15 +61,16 @@ learned output (SimpleNet: input 1..5 gives 5 1 2 3 4)."""
             yield TelemetryPanel(id="watch-telemetry", classes="telemetry")
 
     def on_mount(self) -> None:
-        super().on_mount()
-        self._progress = 0          # calls of the current variant so far
+        # (AppView.on_mount runs too: Textual calls every class's own on_mount, so calling
+        # it here as well started a second redraw timer: every redraw twice)
         self._dirty = False         # statistics and progress to redraw
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
-        self._following: str | None = None   # the variant whose calls the plot and table show
+        self._shown: str | None = None   # the variant whose calls the plot and table hold
+        self._round: tuple | None = None  # (variant, round) the status line names
         self.query_one(StatsPanel).show(None, None)
 
     def run_started(self, record) -> None:
-        self._following = None
+        self._shown = self._round = None
         self.query_one(TimePlot).reset("")
         self.query_one(IterationsTable).clear_rows()
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
@@ -72,52 +84,35 @@ learned output (SimpleNet: input 1..5 gives 5 1 2 3 4)."""
             return
         kind = events[0]["event"]
         if kind == "iteration":
-            name = events[-1].get("variant")
-            if self._following is not None and name and name != self._following:
-                # another variant's calls with no round_started before them (a run in
-                # rounds' finish: each variant's profiled calls after the last round): the
-                # view follows it, these calls drawn with its others, never under another name
-                self._resume(record, name)
-                return
-            self.query_one(TimePlot).add(events)
-            self.query_one(IterationsTable).add_iterations(events)
-            self._progress += len(events)
+            # the shown variant's calls are added as they come; another variant's are in the
+            # record already, and the next redraw switches to it with all of them
+            if events[-1].get("variant") == self._shown:
+                self.query_one(TimePlot).add(events)
+                self.query_one(IterationsTable).add_iterations(events)
             self._dirty = True
         elif kind == "telemetry":
             for ev in events:   # a multi-node job's nodes each send their own
                 self._samples[ev.get("node")] = ev.get("sample") or {}
-        elif kind == "run_started":   # a variant starts: everything follows it
-            name = events[0]["variant"]
-            training = (events[0].get("spec") or {}).get("task") == "train"   # steps show their loss
-            self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
-            self._following = name
-            self.query_one(TimePlot).reset(name)
-            self.query_one(IterationsTable).add_variant(name)
-            self._progress = 0
-            self.query_one(ProgressBar).update(total=record.expected(name), progress=0)
+        elif kind in ("run_started", "round_started"):   # a variant starts, or takes its turn
+            if kind == "run_started" and events[0]["variant"] == self._shown:
+                self._shown = None   # its spec came with it (a first round's round_started has
+                                     # none): switched again, for a training run's table header
             self._dirty = True
-        elif kind == "round_started":   # a run in rounds: the next variant's turn
-            self._resume(record, events[0]["variant"])
         else:                         # a variant ended: its final state at once
             self._dirty = True
             self.redraw(force=True)
 
-    def _resume(self, record, name: str) -> None:
-        """A variant measures its next round: the view follows it again, its calls so far
-        drawn back in. Its first round has no calls yet (its worker is starting, which takes
-        a second or two): the view is emptied under its name at once, not left showing the
-        previous variant's calls under this one's name; run_started follows."""
+    def _switch(self, record, name: str) -> None:
+        """Show `name`: its calls so far, from the record, in the plot and the table (a
+        variant's first round has none yet: its worker is starting; the plot says so)."""
         variant = record.builder.variants.get(name)
         calls = variant.iterations if variant is not None else []
-        self._following = name
-        self.query_one(TimePlot).reset(name)
+        training = ((variant.spec if variant is not None else None) or {}).get("task") == "train"
+        self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
+        self._shown = name
+        self.query_one(TimePlot).reset(name, calls)
         self.query_one(IterationsTable).add_variant(name)
-        if calls:
-            self.query_one(TimePlot).add(calls)
-            self.query_one(IterationsTable).add_iterations(calls)
-        self._progress = len(calls)
-        self.query_one(ProgressBar).update(total=record.expected(name) or 1, progress=self._progress)
-        self._dirty = True
+        self.query_one(IterationsTable).add_iterations(calls)
 
     def run_ended(self, record) -> None:
         if record is self.app.shown and record.current is None:   # no variant ever reported
@@ -128,18 +123,38 @@ learned output (SimpleNet: input 1..5 gives 5 1 2 3 4)."""
         self.query_one(TelemetryPanel).idle(record.name)
 
     def redraw(self, force: bool = False) -> None:
-        self.query_one(TimePlot).draw(force=force)
+        record = self.app.shown
+        switched = record is not None and record.current is not None and record.current != self._shown
+        if switched:
+            self._switch(record, record.current)
+        # a switch draws the plot at once (its calls, not the last variant's under its name)
+        self.query_one(TimePlot).draw(force=force or switched)
         self.query_one(IterationsTable).flush()
         if self._samples:
             samples, self._samples = self._samples, {}
             for node, sample in samples.items():
                 self.query_one(TelemetryPanel).show(sample, node)
-        record = self.app.shown
-        if self._dirty and record is not None and record.current:
+        if (self._dirty or switched) and record is not None and record.current:
             self._dirty = False
-            self.query_one(ProgressBar).update(progress=self._progress)
             variant = record.builder.variants.get(record.current)
-            self.query_one(StatsPanel).show(variant, record.expected(record.current))
+            expected = record.expected(record.current)
+            done = sum(calls_done(variant).values()) if variant is not None else 0
+            self.query_one(ProgressBar).update(total=expected or 1, progress=done)
+            self.query_one(StatsPanel).show(variant, expected)
+            self._name_round(record, variant)
+
+    def _name_round(self, record, variant) -> None:
+        """A run in rounds: the status line names the round of the variant shown, when it
+        changes (the app's status line, written here so that it names what the view shows)."""
+        rounds = record.builder.rounds
+        if not rounds or variant is None or variant.round is None or variant.status != "running":
+            return
+        last = variant.round_finished == rounds["rounds"]   # its rounds done: profiled calls, trace
+        if record is not self.app.active or record.stopping or self._round == (variant.name, variant.round, last):
+            return
+        self._round = (variant.name, variant.round, last)
+        where = "after the rounds" if last else f"round {variant.round}/{rounds['rounds']}"
+        self.app.set_status(f"{record.name}: {where}: {variant.name}" + (": finishing (its profiled calls, its trace)" if last else ""))
 
     def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
         self.query_one(PlotLegend).show(msg.items)
