@@ -79,7 +79,8 @@ class CoupleScopeApp(SignalEndings, App):
                         "once (copying the traces and drawing summary.png take seconds, on a thread), "
                         "then where it went."),
         Binding("c", "compare", "compare", priority=True,
-                tooltip="compare the runs marked in History (all runs when none is marked)."),
+                tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
+                        "time; on the compare screen, draw it again with what has arrived since."),
         Binding("question_mark", "help", "help", priority=True,
                 tooltip="the help screen: it scrolls (arrow keys, PgUp/PgDn, End; its border says so)."),
         # q asks first while a run is going (QuitScreen); ctrl+c quits at once, from anywhere
@@ -115,6 +116,8 @@ class CoupleScopeApp(SignalEndings, App):
         #: (--replay FILE): r plays the recorded run back, whatever the form says
         self.recording = recording
         self.runs: dict[int, RunRecord] = {}
+        #: the variants the compare screen leaves out ("#run variant"): kept when it is opened again
+        self.left_out: set[str] = set()
         self._help: HelpScreen | None = None      # the help screen, made at the first `?`
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows (the latest)
@@ -339,13 +342,17 @@ class CoupleScopeApp(SignalEndings, App):
             view.run_changed(record)
 
     def action_compare(self) -> None:
+        """The compare screen for the marked runs (all when none is marked); `c` on it
+        draws it again with what has arrived since, the variants left out kept."""
         records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
         if not records:
             self.notify("nothing to compare yet: run something first (r)", severity="warning")
             return
+        task = None
         if isinstance(self.screen, CompareScreen):
+            task = self.screen.compared_task
             self.pop_screen()
-        self.push_screen(CompareScreen(records))
+        self.push_screen(CompareScreen(records, self.left_out, task))
 
     # -- quitting ---------------------------------------------------------------------
     async def action_quit(self) -> None:

@@ -1,20 +1,21 @@
-"""The compare view: marked runs and their variants side by side.
+"""The compare view: marked runs and their variants side by side, one task at a time.
 
 The variants of all compared runs are replayed into one ResultsBuilder (named
 "#run variant"), so median, IQR, ratio to the fastest and coupling overhead come from
 ResultsBuilder.comparison() exactly as the headless table does; the distributions are
-box plots of each variant's timed iterations. `space` leaves the highlighted variant out
-of the ratios and the plot (or puts it back), so any subset can be compared. When the
-variants hold a sweep (the same variant at several sizes, couplescope.results.sweeps),
-the plot is median vs size with the 25th and 75th percentiles; `v` switches between
-that and the boxes (the key is named in the plot's title, only when there is a sweep).
+box plots of each variant's timed iterations. An inference call and a training step are
+different work: the view compares the variants of one task (the latest run's), says which
+runs it left out and why, and `tab` compares the other task's instead. `space` leaves the
+highlighted variant out of the ratios and the plot (or puts it back), so any subset can
+be compared; what is left out is the app's, kept when the view is opened again (`c`).
+When the variants hold a sweep (the same variant at several sizes,
+couplescope.results.sweeps), the plot is median vs size with the 25th and 75th
+percentiles; `v` switches between that and the boxes (the key is named in the plot's
+title, only when there is a sweep). The table's fitting and words: compare_table.py.
 """
 
 from __future__ import annotations
 
-import os
-
-from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,6 +26,7 @@ from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
+from couplescope.frontends.tui.compare_table import cut_names, fit, spaced, task_columns, task_of, title_lines
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.watch_widgets import _unit
 from couplescope.results import labels, sweeps
@@ -32,12 +34,7 @@ from couplescope.results.builder import ResultsBuilder, verdict_word
 
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 VERDICT_STYLE = {"passed": "bold green", "failed": "bold red", "error": "bold red", "stopped": "bold yellow"}
-
-
-def spaced(cell) -> Text:
-    """A cell with the one space that separates it from the column before (the table's own
-    padding is 0: its two spaces between columns cost 80 columns the last ones)."""
-    return Text.assemble(" ", cell if isinstance(cell, Text) else Text(str(cell)))
+TASKS = ("infer", "train")
 
 
 def verdict_text(verdict: str) -> Text:
@@ -71,83 +68,54 @@ def ratio_cell(row: dict) -> str:
     return "cannot rank" if row.get("cannot_rank") else fmt.ratio(row["ratio"])
 
 
-def cut_name(name: str, width: int, head: int | None = None) -> str:
-    """A name in `width` columns: whole, or `head` characters of its start and the rest of
-    its end around an ellipsis (never wrapped mid-word)."""
-    if len(name) <= width:
-        return name
-    if width < 2:
-        return "…"[:width]
-    head = (width - 1) // 2 if head is None else min(head, width - 1)
-    tail = width - 1 - head
-    return name[:head] + "…" + (name[-tail:] if tail else "")
-
-
-def common_prefix(names: list[str]) -> str:
-    """The start every name shares, up to a separator ("simplenet-" of simplenet-aoti-2 and
-    simplenet-torchscript-2), when at least two names are compared."""
-    if len(names) < 2:
-        return ""
-    shared = os.path.commonprefix(names)
-    return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
-
-
-def cut_names(names: list[str], width: int) -> dict[str, str]:
-    """Every name in `width` columns, told apart where cutting allows: the start all of them
-    share goes first (an ellipsis stands for it: the title names the run and its model),
-    then each is cut in its middle where that leaves the most of them distinct (the ends
-    tell variants apart: -python-host, -12; the starts: bridge-, aoti-)."""
-    if all(len(n) <= width for n in names):
-        return {n: n for n in names}
-    prefix = common_prefix(names)
-    short = {n: ("…" + n[len(prefix):]) if prefix else n for n in names}
-    balanced = (width - 1) // 2
-
-    def cut(head: int) -> dict[str, str]:
-        return {n: cut_name(s, width, head) for n, s in short.items()}
-
-    best = max(range(width), key=lambda h: (len(set(cut(h).values())), -abs(h - balanced)))
-    return cut(best)
-
-
-def task_columns(rows) -> list[str]:
-    """The columns that fit what the variants did: an inference call's coupling overhead
-    (call minus forward); a training step's backward and where its loss ended."""
-    tasks = {r.get("task", "infer") for r in rows} or {"infer"}
-    return [*(["overhead"] if "infer" in tasks else []), *(["backward", "loss"] if "train" in tasks else [])]
-
-
-def task_note(columns: list[str]) -> str:
-    """What the title says of those columns."""
-    notes = [*(["overhead = call minus forward"] if "overhead" in columns else []),
-             *(["training steps: backward's median, the last loss"] if "loss" in columns else [])]
-    return f"  ({'; '.join(notes)})" if notes else ""
-
-
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape,c", "app.pop_screen", "back", tooltip="back to the views."),
-                Binding("space", "toggle_variant", "leave out/in",
-                        tooltip="leave the highlighted variant out of the ratios and the plot, or put it back."),
+    BINDINGS = [Binding("escape", "app.pop_screen", "back", tooltip="back to the views."),
+                Binding("space", "toggle_variant", "leave out",
+                        tooltip="leave the highlighted variant out of the ratios and the plot, or put it back "
+                                "(kept when compare is opened again)."),
+                Binding("tab", "other_task", "task",
+                        tooltip="when the compared runs hold inference and training variants: compare the "
+                                "other task's (a call and a training step are different work, never "
+                                "compared with each other)."),
                 Binding("v", "toggle_plot", "median vs size / boxes", show=False,
                         tooltip="the plot: median against size (a sweep's variants) or each variant's box."),
                 Binding("q", "app.quit", "quit", tooltip="quit, as in the views.")]
 
-    def __init__(self, records) -> None:
+    def __init__(self, records, left_out: set[str] | None = None, task: str | None = None) -> None:
         super().__init__()
         self.records = list(records)
-        self.left_out: set[str] = set()
-        self.all_names = list(combined(self.records).variants)
-        self.builder = combined(self.records)
-        rows = self.builder.comparison()
-        # compile only when a variant compiled; the task's columns for every variant compared
-        self.compiled = any(r.get("compile_status") for r in rows)
-        self.task_columns = task_columns(rows)
+        #: the variants left out ("#run variant"): the app's set, kept between compare screens
+        self.left_out = left_out if left_out is not None else set()
+        every = combined(self.records).variants
+        self.tasks = {name: task_of(v) for name, v in every.items()}
+        present = [t for t in TASKS if t in self.tasks.values()]
+        latest = next((self.tasks[n] for n in reversed(every)), "infer")   # the latest run's
+        self.compared_task = task if task in present else latest
         self.by_size = True   # when the variants hold a sweep: median vs size, else boxes
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
+        self._select_task()
+
+    def _select_task(self) -> None:
+        """The variants of the task compared, their builder (less those left out), and the
+        runs of the other task (the title names them)."""
+        other = {n for n, t in self.tasks.items() if t != self.compared_task}
+        self.all_names = [n for n, t in self.tasks.items() if t == self.compared_task]
+        self.others = [r for r in self.records
+                       if any(n.startswith(f"#{r.id} ") for n in other)
+                       and not any(n.startswith(f"#{r.id} ") for n in self.all_names)]
+        # the compared runs only: one run in rounds keeps its same-round pairs (combined)
+        self.builder = combined([r for r in self.records if r not in self.others],
+                                frozenset(self.left_out | other))
+        self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """`tab` only where there is another task to compare."""
+        if action == "other_task":
+            return len(set(self.tasks.values())) > 1
+        return True
 
     def compose(self) -> ComposeResult:
-        runs = ", ".join(r.name for r in self.records)
-        yield Static(f"[b]compare[/] {escape(runs)}{task_note(self.task_columns)}", id="compare-title")
+        yield Static("", id="compare-title")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         # the boxes scroll when there are more variants than rows; never focused (the table is)
         with VerticalScroll(id="compare-boxes", can_focus=False):
@@ -165,59 +133,57 @@ class CompareScreen(Screen):
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
         the name; the task's own columns; n last."""
-        return ["box", "variant", "checks", "median", "IQR", "vs fastest", *self.task_columns,
+        return ["box", "variant", "checks", "median", "IQR", "vs fastest", *task_columns(self.compared_task),
                 *(["compile"] if self.compiled else []), "n"]
 
     def task_cells(self, r: dict) -> list[str]:
-        cells = {"overhead": fmt.seconds(r["overhead"]) if r.get("task") != "train" else "-",
-                 "backward": fmt.seconds(r.get("backward")) if r.get("task") == "train" else "-",
-                 "loss": fmt.sci(r.get("last_loss")) if r.get("task") == "train" else "-"}
-        return [cells[c] for c in self.task_columns]
+        if self.compared_task == "train":
+            return [fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
+        return [fmt.seconds(r["overhead"])]
 
     def fill(self) -> None:
-        """The table (every variant; left-out ones greyed) and the plot (the others).
-
-        Every column fits the screen: one space between columns (DataTable's padding is two),
-        a variant's name without the run's `#1 ` when one run is compared (the title names
-        it), and when the names would still push the last columns off the screen (80 columns,
-        long names) the variant column takes what is left and a longer name is cut in its
-        middle with an ellipsis (never wrapped: a name broken mid-word read as two)."""
+        """The title, the table (every variant of the task; left-out ones greyed) and the
+        plot (the others). Every column fits the screen (compare_table.fit): one space
+        between columns (DataTable's padding is two), a variant's name without the run's
+        `#1 ` when one run is compared (the title names it), and the names cut when the
+        columns would not fit otherwise."""
         table = self.query_one("#compare-table", DataTable)
         cursor = table.cursor_row
         columns = self.columns()
         rows = {r["name"]: r for r in self.builder.comparison()}
         box = {name: i for i, name in enumerate(rows, 1)}
-        shown = {name: self.display_name(name) for name in self.all_names}
-        widths = self.column_widths(columns, [[spaced(cell) for cell in line]
-                                              for line in self.lines(columns, rows, box, shown)])
-        width = self.variant_width(columns, widths)
-        if width:
-            shown = dict(zip(shown, cut_names(list(shown.values()), width - 1).values()))
-            widths[columns.index("variant")] = width
+        shown = [self.display_name(name) for name in self.all_names]
+        width = self.app.size.width - 2   # the table's scroll bar, a margin
+        fitted = fit(columns, [[spaced(c) for c in line] for line in self.lines(columns, rows, box, shown)], width)
+        if fitted.name_width:
+            shown = cut_names(shown, fitted.name_width)
         lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
+        compared = [r for r in self.records if r not in self.others]
+        title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
+        self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         table.clear(columns=True)
         # every width given: DataTable measures the others when it is next idle and does not
         # drop the lines it drew before that, so a table filled on mount showed its columns
         # as wide as their labels (names cut to "simplen") until something restyled it
-        for label, natural in zip(columns, widths):
-            table.add_column(spaced(label), key=label, width=natural)
+        for key, label, natural in zip(columns, fitted.labels, fitted.widths):
+            table.add_column(spaced(label), key=key, width=natural)
         for key, line in zip([*self.all_names, None], lines):
             table.add_row(*line, key=key, height=1)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
 
-    def lines(self, columns, rows: dict, box: dict, shown: dict) -> list[tuple]:
+    def lines(self, columns, rows: dict, box: dict, shown: list[str]) -> list[tuple]:
         """The table's cells, a line per variant (or one saying there is nothing yet)."""
         lines = []
-        for name in self.all_names:
+        for name, display in zip(self.all_names, shown):
             r = rows.get(name)
             if r is None:
-                why = "left out (space)" if name in self.left_out else "no timed iterations"
-                lines.append(("", Text(shown[name], style="dim"), Text(why, style="dim"),
+                why = "left out" if name in self.left_out else "no calls"
+                lines.append(("", Text(display, style="dim"), Text(why, style="dim"),
                               *[""] * (len(columns) - 3)))
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
-            lines.append((str(box[name]), shown[name], verdict_text(r["verdict"]), fmt.seconds(r["median"]),
+            lines.append((str(box[name]), display, verdict_text(r["verdict"]), fmt.seconds(r["median"]),
                           fmt.seconds(r["iqr"]), ratio_cell(r), *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:
@@ -227,19 +193,8 @@ class CompareScreen(Screen):
     def display_name(self, name: str) -> str:
         """"#1 simplenet-torchscript" as the table shows it: without "#1 " when one run is
         compared (the names results.json and the headless table use)."""
-        return name.split(" ", 1)[1] if len(self.records) == 1 and " " in name else name
-
-    @staticmethod
-    def column_widths(columns: list[str], lines) -> list[int]:
-        """Each column as wide as its label (with its space) or its widest cell."""
-        return [max([len(label) + 1, *(line[i].cell_len for line in lines)]) for i, label in enumerate(columns)]
-
-    def variant_width(self, columns: list[str], widths: list[int]) -> int | None:
-        """The variant column's width when the names must be cut for every column to fit
-        the screen, else None (as wide as the longest name)."""
-        at = columns.index("variant")
-        room = self.app.size.width - sum(w for i, w in enumerate(widths) if i != at) - 2   # scroll bar, margin
-        return max(room, 12) if widths[at] > room else None
+        one_run = len({n.split(" ", 1)[0] for n in self.all_names}) == 1
+        return name.split(" ", 1)[1] if one_run and " " in name else name
 
     def action_toggle_variant(self) -> None:
         """Leave the highlighted variant out of the ratios and the plot, or put it back."""
@@ -248,8 +203,19 @@ class CompareScreen(Screen):
             return
         name = self.all_names[table.cursor_row]
         self.left_out ^= {name}
-        self.builder = combined(self.records, frozenset(self.left_out))
+        self._select_task()
         self.fill()
+
+    def action_other_task(self) -> None:
+        """Compare the other task's variants (the runs of the task not shown)."""
+        tasks = [t for t in TASKS if t in self.tasks.values()]
+        if len(tasks) < 2:
+            return
+        self.compared_task = tasks[(tasks.index(self.compared_task) + 1) % len(tasks)]
+        self._select_task()
+        self.query_one("#compare-table", DataTable).move_cursor(row=0)
+        self.fill()
+        self.refresh_bindings()
 
     def action_toggle_plot(self) -> None:
         if not self._sweep_groups(list(self.builder.variants)):

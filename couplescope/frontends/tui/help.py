@@ -15,8 +15,9 @@ KEYS = """\
 - `s` stop the run: ends the worker process; what was measured stays
 - `e` export the highlighted run in History (the latest by default), as `--export` does;
   the top line says "exporting" at once, then where it went
-- `c` compare the marked runs (all runs when none is marked); there `space` leaves a
-  variant out or puts it back, `escape` goes back
+- `c` compare the marked runs (all runs when none is marked), one task at a time
+  (inference calls, or training steps: `tab` switches); there `space` leaves a variant
+  out or puts it back, `escape` goes back, `c` again draws what has arrived since
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles}
 - `?` this help (`escape` closes it)

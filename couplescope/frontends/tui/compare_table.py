@@ -1,0 +1,157 @@
+"""The compare view's words and table: one task's columns, fitted to the screen, names cut.
+
+A compared set holds the variants of one task at a time (an inference call and a training
+step are different work: a ratio between them ranks nothing), so the columns are that
+task's, and the title says which runs of the other task were left out and why. The
+columns must fit the screen whole: a number cut at the screen's edge reads as another
+number (`1.3158E` for 1.3158E-02). So they are fitted before the table is drawn: the
+names give way first (the start they share left out, then each cut in its middle, never
+wrapped), then the longer labels take their short forms; only when even that leaves a
+name too little room does the table run past the edge, and the title then says that it
+scrolls sideways.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from rich.text import Text
+
+#: what a task's variants make, in the title
+TASK_WORDS = {"infer": "inference calls", "train": "training steps"}
+#: what the task's own columns hold, in the title
+TASK_COLUMNS_WORDS = {"infer": "overhead = call minus forward",
+                      "train": "backward: its median; loss: the last step's"}
+#: the narrowest a name is cut to before the table runs past the screen's edge instead
+NARROWEST_NAME = 12
+#: a label's short form, used when the long one would leave the names too little room
+SHORT_LABELS = {"vs fastest": "ratio"}
+
+
+def task_of(variant) -> str:
+    """What a variant did: "infer" (calls) or "train" (steps), from its spec."""
+    return (variant.spec or {}).get("task") or "infer"
+
+
+def task_columns(task: str) -> list[str]:
+    """The columns of a task: an inference call's coupling overhead (call minus forward); a
+    training step's backward and where its loss ended."""
+    return ["backward", "loss"] if task == "train" else ["overhead"]
+
+
+def runs_words(records, width: int) -> str:
+    """The compared runs, as short as the width needs: "#1 simplenet, #2 simplenet", else
+    "#1, #2 simplenet" (one title), else "runs #1, #2, #3"."""
+    names = ", ".join(r.name for r in records)
+    if len(names) <= width or len(records) == 1:
+        return names
+    ids = ", ".join(f"#{r.id}" for r in records)
+    titles = {r.title for r in records}
+    return f"{ids} {titles.pop()}" if len(titles) == 1 else f"runs {ids}"
+
+
+def title_lines(records, task: str, others, width: int, scrolls: bool = False) -> list[str]:
+    """The title: what is compared and what its columns hold; the runs of the other task
+    left out and why (`others`: their records); whether the table scrolls sideways."""
+    head = f"compare {runs_words(records, width // 2)}: {TASK_WORDS[task]}"
+    lines = [head, f"({TASK_COLUMNS_WORDS[task]})"]
+    if len(head) + 3 + len(lines[1]) <= width:
+        lines = [f"{head}  {lines[1]}"]
+    if others:
+        other = "infer" if task == "train" else "train"
+        lines.append(f"not compared: {runs_words(others, width // 3)}'s {TASK_WORDS[other]}, other work; "
+                     "tab compares those")
+    if scrolls:
+        lines.append("the table is wider than the screen: it scrolls sideways (the arrow keys)")
+    return lines
+
+
+def spaced(cell) -> Text:
+    """A cell with the one space that separates it from the column before (the table's own
+    padding is 0: its two spaces between columns cost 80 columns the last ones)."""
+    return Text.assemble(" ", cell if isinstance(cell, Text) else Text(str(cell)))
+
+
+def cut_name(name: str, width: int, head: int | None = None) -> str:
+    """A name in `width` columns: whole, or `head` characters of its start and the rest of
+    its end around an ellipsis (never wrapped mid-word)."""
+    if len(name) <= width:
+        return name
+    if width < 2:
+        return "…"[:width]
+    head = (width - 1) // 2 if head is None else min(head, width - 1)
+    tail = width - 1 - head
+    return name[:head] + "…" + (name[-tail:] if tail else "")
+
+
+def common_prefix(names: list[str]) -> str:
+    """The start every name shares, up to a separator ("simplenet-" of simplenet-aoti-2 and
+    simplenet-torchscript-2), when at least two names are compared."""
+    if len(names) < 2:
+        return ""
+    shared = os.path.commonprefix(names)
+    return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
+
+
+def run_tag(name: str) -> tuple[str, str]:
+    """("#2 ", "simplenet-aoti") of "#2 simplenet-aoti"; ("", name) of a name without one."""
+    tag, _, rest = name.partition(" ")
+    return (tag + " ", rest) if rest and tag.startswith("#") else ("", name)
+
+
+def cut_names(names: list[str], width: int) -> list[str]:
+    """Every name in `width` columns, told apart where cutting allows: the start all of them
+    share after their run's "#2 " goes first (an ellipsis stands for it: the title names
+    the runs and their model), then each is cut in its middle where that leaves the most of
+    them distinct (the ends tell variants apart: -python-host, -12; the starts: bridge-,
+    aoti-); the run's tag is kept whole."""
+    if all(len(n) <= width for n in names):
+        return list(names)
+    tags, rests = zip(*map(run_tag, names))
+    prefix = common_prefix(list(rests))
+    short = [tag + (("…" + rest[len(prefix):]) if prefix else rest) for tag, rest in zip(tags, rests)]
+    balanced = (width - 1) // 2
+
+    def cut(head: int) -> list[str]:
+        return [tag + cut_name(name[len(tag):], width - len(tag), max(0, head - len(tag))) if len(name) > width
+                else name for tag, name in zip(tags, short)]
+
+    best = max(range(max(map(len, tags)), width), key=lambda h: (len(set(cut(h))), -abs(h - balanced)))
+    return cut(best)
+
+
+@dataclass
+class Fit:
+    """How the table is drawn in its width: each column's label and width, the width a name
+    is cut to (None: whole), and whether the table still runs past the screen's edge."""
+
+    labels: list[str]
+    widths: list[int]
+    name_width: int | None
+    scrolls: bool
+
+
+def fit(labels: list[str], lines: list[list[Text]], width: int, name_at: int = 1) -> Fit:
+    """The columns of `labels` (cells: `lines`, already spaced) in `width` columns: every
+    column as wide as its label or its widest cell; when they do not all fit, the names are
+    cut, the long labels take their short forms if the names need the room, and past
+    NARROWEST_NAME the table scrolls."""
+
+    def widths_for(shown: list[str]) -> list[int]:
+        return [max([len(label) + 1, *(line[i].cell_len for line in lines)]) for i, label in enumerate(shown)]
+
+    shown = list(labels)
+    widths = widths_for(shown)
+    if sum(widths) <= width:
+        return Fit(shown, widths, None, False)
+    room = width - (sum(widths) - widths[name_at])
+    short = [SHORT_LABELS.get(label, label) for label in labels]
+    short_widths = widths_for(short)
+    short_room = width - (sum(short_widths) - short_widths[name_at])
+    if short_room > room:
+        shown, widths, room = short, short_widths, short_room
+    if room >= widths[name_at]:
+        return Fit(shown, widths, None, False)
+    widths[name_at] = max(room, NARROWEST_NAME)
+    return Fit(shown, widths, widths[name_at] - 1, room < NARROWEST_NAME)

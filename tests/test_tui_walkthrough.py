@@ -1,0 +1,101 @@
+"""What a new user's walk through the app in tmux (80x24) found after issue 30's first
+part, each driven by Pilot on the real app over recorded real runs (tests/fixtures):
+compare at 80x24 (title and numbers whole, one task at a time, what is left out stays
+out), the stopped state, the Run line with a preset and a ticked backend, the backends
+list's highlighted row on screen, the focus where it was, the log following its end,
+`q` with runs not exported, `e` and `c` saying why not, the footer whole."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from textual.widgets import DataTable
+
+from couplescope.core import replay
+from couplescope.frontends import formatting as fmt
+from couplescope.frontends.tui.compare_screen import CompareScreen
+from test_tui_replay import FIXTURES, replay_app, run_replay, until
+from test_tui_snapshots import on_screen
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def recording(name: str) -> replay.Recording:
+    return replay.Recording(replay.read(os.path.join(FIXTURES, f"{name}.jsonl")), "simplenet")
+
+
+async def runs_of(pilot, *names: str) -> None:
+    """One run per recording, in this order (the app plays the recording it holds on r)."""
+    for name in names:
+        pilot.app.recording = recording(name)
+        await run_replay(pilot)
+
+
+async def open_compare(pilot) -> CompareScreen:
+    await pilot.press("c")
+    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+    await pilot.pause()
+    return pilot.app.screen
+
+
+def table_rows(screen) -> list[list[str]]:
+    table = screen.query_one("#compare-table", DataTable)
+    return [[str(c).strip() for c in table.get_row(k)] for k in table.rows]
+
+
+# -- 1, 14. compare at 80x24: one task at a time, its title and every number whole -----------
+
+async def test_compare_at_80x24_compares_one_task_with_its_title_and_numbers_whole():
+    """A training run, then an inference run (six variants with a compile column): the
+    inference variants only, the training run named as not compared and why; the title
+    wrapped, never cut; every column on the screen, each number as ResultsBuilder gives
+    it. `tab` compares the training run's steps instead."""
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await runs_of(pilot, "training", "compiled")
+        screen = await open_compare(pilot)
+        for task, other in (("infer", "#1 simplenet's training steps"), ("train", "#2 simplenet's inference")):
+            title = screen.query_one("#compare-title")
+            words = str(title.render())
+            assert f"not compared: {other}" in words, words
+            wrapped = title.get_content_height(title.size, title.size, title.content_size.width)
+            assert wrapped <= title.content_size.height, (wrapped, title.content_size, words)   # whole
+            table = screen.query_one("#compare-table", DataTable)
+            assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+            compared = [n for n, t in screen.tasks.items() if t == task]
+            assert screen.all_names == compared and len(compared) == (2 if task == "train" else 6)
+            labels = [str(c.label).strip() for c in table.columns.values()]
+            rows = {r["name"]: r for r in screen.builder.comparison()}
+            for name, cells in zip(screen.all_names, table_rows(screen)):
+                assert cells[labels.index("median")] == fmt.seconds(rows[name]["median"])
+                if task == "train":
+                    assert cells[labels.index("loss")] == fmt.sci(rows[name]["last_loss"])   # 1.3158E-09, whole
+                    assert "overhead" not in labels
+                else:
+                    assert cells[labels.index("overhead")] == fmt.seconds(rows[name]["overhead"])
+                    assert "loss" not in labels and cells[-1] == str(rows[name]["n"])
+            await pilot.press("tab")
+            await pilot.pause()
+
+
+# -- 8. a variant left out stays out ---------------------------------------------------------
+
+async def test_a_variant_left_out_stays_out_of_the_table_s_ratios_and_the_plot_when_compare_opens_again():
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        first = screen.all_names[0]
+        await pilot.press("space")                           # leave the first variant out
+        await pilot.pause()
+        for again in ("c", "escape c"):                      # c on compare; back, then c
+            for key in again.split():
+                await pilot.press(key)
+            await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen is not screen, again)
+            screen = app.screen
+            await pilot.pause()
+            assert first not in screen.builder.variants, again
+            assert table_rows(screen)[0][2] == "left out" and table_rows(screen)[1][5] == "1.00x", again
+            boxes = [line for line in on_screen(app).splitlines() if "│" in line and line.strip()[:1].isdigit()]
+            assert len(boxes) == 1, (again, boxes)          # the box plot: the variant left in only
