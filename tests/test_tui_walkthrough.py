@@ -8,6 +8,7 @@ list's highlighted row on screen, the focus where it was, the log following its 
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 from textual.widgets import DataTable
@@ -99,3 +100,43 @@ async def test_a_variant_left_out_stays_out_of_the_table_s_ratios_and_the_plot_w
             assert table_rows(screen)[0][2] == "left out" and table_rows(screen)[1][5] == "1.00x", again
             boxes = [line for line in on_screen(app).splitlines() if "│" in line and line.strip()[:1].isdigit()]
             assert len(boxes) == 1, (again, boxes)          # the box plot: the variant left in only
+
+
+# -- 4. after a stop: what was kept, in words ----------------------------------------------------
+
+@pytest.fixture
+def second_variant_held(monkeypatch):
+    """The recording's second variant holds its events until it is stopped: a run stopped
+    while its second variant's worker starts, the first one measured."""
+    from couplescope.core.replay import PlayedWorker
+
+    play = PlayedWorker.events
+    started: list[str] = []
+
+    def events(self):
+        started.append(self.spec.label)
+        if len(started) > 1:
+            while not self._stopped:
+                threading.Event().wait(0.01)
+            return
+        yield from play(self)
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return started
+
+
+async def test_a_stopped_run_says_what_it_kept_once(second_variant_held):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        record = app.runs[1]
+        assert record.status == "stopped"
+        status = str(app.main.query_one("#status").render())
+        assert status == "#1 simplenet stopped: 1 of 2 variants measured, kept; e exports them, c compares, r runs again"
+        await pilot.press("h")
+        await pilot.pause()
+        row = [str(c).strip() for c in app.main.query_one("#runs", DataTable).get_row("1")]
+        # its state once (status), its checks' verdict (PASSED), and how many variants ran
+        assert row[2:4] == ["1 of 2", "stopped"] and row[5] == "PASSED", row

@@ -426,7 +426,7 @@ class CoupleScopeApp(SignalEndings, App):
         if msg.error:
             self.note(f"run {record.name} broke: {msg.error}", "error")
             self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)
-        self.set_status(f"{record.name} {record.status}: e exports, c compares, r runs again, ? help")
+        self.set_status(record.ending_words())
         if self._ending is not None:
             self._save_and_exit()
 

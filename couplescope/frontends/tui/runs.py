@@ -15,10 +15,6 @@ import time
 from couplescope.protocol.errors import UsageError
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
-#: a run shows its worst variant's verdict
-WORST_FIRST = ("failed", "error", "stopped", "running", "passed")
-
-
 class RunRecord:
     def __init__(self, run_id: int, title: str, specs, request) -> None:
         self.id = run_id
@@ -86,15 +82,36 @@ class RunRecord:
         rows = self.builder.comparison()
         return min((r["median"] for r in rows), default=None)
 
-    def verdict(self) -> str | None:
-        """The run's verdict: its worst variant's (ResultsBuilder's VariantResult.verdict)."""
-        verdicts = {v.verdict for v in self.builder.variants.values()}
-        return next((w for w in WORST_FIRST if w in verdicts), None)
-
     def checks(self) -> str:
-        """The History view's word for the run: PASSED, FAILED, ERROR, STOPPED, running, -."""
-        verdict = self.verdict()
-        return verdict_word(verdict) if verdict else "-"
+        """The History view's word for the checks the run made: FAILED (one failed), ERROR
+        (a variant broke), running, PASSED (every check made passed, a stopped run's too:
+        that it stopped is its status's word, not this one's), or - (no call made)."""
+        verdicts = {v.verdict for v in self.builder.variants.values()}
+        word = next((w for w in ("failed", "error", "running") if w in verdicts), None)
+        if word:
+            return verdict_word(word)
+        return "PASSED" if self.measured() else "-"
+
+    def measured(self) -> int:
+        """How many of its variants made a call (a stopped run's others never started)."""
+        return sum(1 for v in self.builder.variants.values() if v.iterations)
+
+    def variants_words(self) -> str:
+        """The History view's variants: "4", or "1 of 4" when it ended before all made a call."""
+        total = len(self.specs)
+        ran = self.measured()
+        return f"{ran} of {total}" if self.status in ("stopped", "error") and ran < total else str(total)
+
+    def ending_words(self) -> str:
+        """The status line once it has ended: how, what is kept, what the keys do next."""
+        keys = "e exports, c compares, r runs again, ? help"
+        if self.status != "stopped":
+            return f"{self.name} {self.status}: {keys}"
+        ran, total = self.measured(), len(self.specs)
+        if not ran:
+            return f"{self.name} stopped before any call: nothing measured; r runs again"
+        what = (f"{ran} of {total} variants measured" if total > 1 else "its calls so far")
+        return f"{self.name} stopped: {what}, kept; e exports them, c compares, r runs again"
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()

@@ -33,9 +33,9 @@ class RunsTable(DataTable):
     def update_run(self, record) -> None:
         key = str(record.id)
         checks = record.checks()
-        style = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red",
-                 "STOPPED": "bold yellow"}.get(checks, "")
+        style = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red"}.get(checks, "")
         self.update_cell(key, "status", record.status)
+        self.update_cell(key, "variants", record.variants_words())
         self.update_cell(key, "median", fmt.seconds(record.fastest_median()))
         self.update_cell(key, "checks", Text(checks, style=style))
         self.update_cell(key, "mark", "*" if record.selected else "")
