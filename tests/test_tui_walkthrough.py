@@ -140,3 +140,23 @@ async def test_a_stopped_run_says_what_it_kept_once(second_variant_held):
         row = [str(c).strip() for c in app.main.query_one("#runs", DataTable).get_row("1")]
         # its state once (status), its checks' verdict (PASSED), and how many variants ran
         assert row[2:4] == ["1 of 2", "stopped"] and row[5] == "PASSED", row
+
+
+# -- 5. the Run line says what a ticked backend does to a preset -------------------------------
+
+async def test_the_run_line_says_a_ticked_backend_runs_every_variant_of_the_preset():
+    from couplescope.core.request import RunOptions
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from textual.widgets import SelectionList
+
+    app = CoupleScopeApp(RunOptions(preset="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.query_one("#form")
+        form.query_one("#backends", SelectionList).select("aoti")   # as space on its row does
+        preview = form.query_one("#preview")
+        await until(pilot, lambda: "aoti" in str(preview.render()), str(preview.render()))
+        built = form.build()
+        assert {s.backend for s in built.specs} == {"aoti"} and len(built.specs) == 3   # the command line's
+        words = " ".join(str(preview.render()).split())
+        assert "all with aoti (ticked: in place of the preset's torchscript, bridge)" in words, words
+        assert all(s.name in words for s in built.specs), words

@@ -321,7 +321,9 @@ class PickForm(Vertical):
             preview.update(f"[b]will not run:[/] {escape(str(exc))}")
             self.show_resolved(())
             return
-        preview.update(run_line(req.specs))
+        preset = self.preset_values
+        preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
+                                (preset or {}).get(BACKEND, ()) if preset is not None else None))
         self.show_resolved(req.specs)
 
     def show_resolved(self, specs) -> None:

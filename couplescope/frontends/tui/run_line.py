@@ -22,8 +22,22 @@ def _count(value, option: str) -> str:
     return str(value) if value is not None else options.get(option).default_words()
 
 
-def run_line(specs) -> str:
-    """"4 variants, training, 10 warm-up + 10000 steps each: direct, bridge, ..." (markup)."""
+def backends_words(ticked, preset_backends) -> str:
+    """", all with aoti (ticked: in place of the preset's torchscript, bridge)" when backends are
+    ticked with a preset chosen: they run every variant of the preset, as `--preset P
+    --backend B` does, under the preset's names (`bridge-torchscript` runs aoti): the line
+    must say so. "" otherwise (no preset, or none ticked: the names say the backends)."""
+    if not ticked or preset_backends is None:
+        return ""
+    theirs = ", ".join(preset_backends) or "backends"
+    runs = f"all with {ticked[0]}" if len(ticked) == 1 else f"each once with each of {', '.join(ticked)}"
+    return f", {runs} (ticked: in place of the preset's {escape(theirs)})"
+
+
+def run_line(specs, ticked=(), preset_backends=None) -> str:
+    """"4 variants, training, 10 warm-up + 10000 steps each: direct, bridge, ..." (markup);
+    `ticked` (the backends ticked) with `preset_backends` (a preset's, None without one)
+    adds what runs every variant (backends_words)."""
     tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
     what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
     calls = "steps" if tasks == ["train"] else "calls"
@@ -37,4 +51,5 @@ def run_line(specs) -> str:
     names = ", ".join(escape(s.label) for s in specs[:NAMED])
     more = f" and {len(specs) - NAMED} more" if len(specs) > NAMED else ""
     plural = "s" if len(specs) != 1 else ""
-    return f"[b]{len(specs)} variant{plural}[/], {what}, {how_many}: {names}{more}"
+    return (f"[b]{len(specs)} variant{plural}[/], {what}, {how_many}{backends_words(ticked, preset_backends)}: "
+            f"{names}{more}")
