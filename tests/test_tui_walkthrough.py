@@ -160,3 +160,28 @@ async def test_the_run_line_says_a_ticked_backend_runs_every_variant_of_the_pres
         words = " ".join(str(preview.render()).split())
         assert "all with aoti (ticked: in place of the preset's torchscript, bridge)" in words, words
         assert all(s.name in words for s in built.specs), words
+
+
+# -- 6. the backends list's highlighted row is on the screen -----------------------------------
+
+async def test_the_backends_list_scrolls_the_page_to_its_highlighted_row():
+    """The list focused, the page scrolled away from it (the wheel, or a Run line grown
+    under it): each row the keys highlight is brought onto the screen."""
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.query_one("#form")
+        backends, page = form.query_one("#backends"), form.query_one("#pick-fields")
+        backends.focus()
+        await pilot.pause()
+
+        def on_screen_row() -> bool:
+            row_y = backends.region.y + backends.highlighted - round(backends.scroll_offset.y)
+            return page.region.y <= row_y < page.region.bottom
+
+        for scroll, key in (("end", "down"), ("home", "down"), ("end", "up"), ("home", "end")):
+            page.scroll_end(animate=False) if scroll == "end" else page.scroll_home(animate=False)
+            await pilot.pause()
+            await pilot.press(key)
+            await until(pilot, on_screen_row, (scroll, key, backends.highlighted, page.scroll_offset))

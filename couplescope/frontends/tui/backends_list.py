@@ -10,6 +10,8 @@ from __future__ import annotations
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.containers import ScrollableContainer
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import SelectionList
 from textual.widgets.option_list import OptionDoesNotExist
@@ -73,6 +75,21 @@ class CheckList(SelectionList):
         did nothing."""
         if self.highlighted is None:
             self.action_first()
+        self.show_highlighted()
+
+    def on_option_list_option_highlighted(self, event) -> None:
+        self.show_highlighted()
+
+    def show_highlighted(self) -> None:
+        """Scroll the page around the list (the form's fields) so that the highlighted row
+        is on the screen: the list scrolls only its own rows, and a row moved to below the
+        page's edge (the page scrolled with the wheel, the Run line grown under it) took
+        the keys unseen."""
+        page = next((a for a in self.ancestors if isinstance(a, ScrollableContainer)), None)
+        if page is None or self.highlighted is None or not self.region.height:
+            return
+        row = self.virtual_region.y + self.highlighted - round(self.scroll_offset.y)
+        page.scroll_to_region(Region(0, row, 1, 1), animate=False, immediate=True)
 
     def fill(self, status: dict[str, str | None], preset_backends=()) -> None:
         """Every backend's row (status: name -> why it cannot run here, or None), the

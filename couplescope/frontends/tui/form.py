@@ -364,7 +364,8 @@ class PickForm(Vertical):
         if getattr(event.widget, "id", None) == "backends":
             notes = self.query_one("#backend-notes", Static)
             self.query_one("#pick-fields").scroll_to_widget(notes if notes.display else event.widget,
-                                                            animate=False)
+                                                            animate=False, immediate=True)
+            event.widget.show_highlighted()   # and its highlighted row, whatever the notes' length
 
     def on_selection_list_selected_changed(self, event) -> None:
         self.refresh_preview()
