@@ -185,3 +185,21 @@ async def test_the_backends_list_scrolls_the_page_to_its_highlighted_row():
             await pilot.pause()
             await pilot.press(key)
             await until(pilot, on_screen_row, (scroll, key, backends.highlighted, page.scroll_offset))
+
+
+# -- 7. the focus back where it was ------------------------------------------------------------
+
+async def test_the_focus_comes_back_where_it_was_after_another_view_help_or_compare():
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("p")
+        iterations = app.query_one("#iterations")
+        iterations.focus()
+        await pilot.pause()
+        for keys in (["h", "p"], ["question_mark", "escape"], ["c", "p"]):
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+            await until(pilot, lambda: app.focused is iterations, (keys, app.focused))
+            assert app.query_one("#tabs").active == "pick"

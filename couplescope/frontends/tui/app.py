@@ -130,6 +130,7 @@ class CoupleScopeApp(SignalEndings, App):
         self._ending: int | None = None           # the signal ending the app
         self._followers: dict[str, list[AppView]] = {}
         self._views: list[AppView] = []           # made in compose
+        self._focus_in: dict[str, object] = {}    # view id -> the widget focused when it was left
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -185,16 +186,28 @@ class CoupleScopeApp(SignalEndings, App):
 
     # -- actions ------------------------------------------------------------------------
     def action_show_view(self, tab: str) -> None:
+        """Show a view, the focus where it was in it when it was left (the field typed in,
+        the row chosen), else on its `focus_on`: `h` then `p` put it back on the form's
+        first field, far from the one being filled in."""
         while len(self.screen_stack) > 1:   # from compare or help: the view, not behind them
             self.pop_screen()
+        tabs = self.main.query_one("#tabs", TabbedContent)
+        focused = self.main.focused
+        if tabs.active and focused is not None:
+            left = self.main.query_one(f"#{tabs.active}", AppView)
+            if left in focused.ancestors:
+                self._focus_in[tabs.active] = focused
         view = self.main.query_one(f"#{tab}", AppView)
         # focus moves with the tab: TabbedContent shows the pane of the focused widget (a view
         # with nothing to focus takes it from the view left behind)
-        if view.focus_on:
+        was = self._focus_in.get(tab)
+        if was is not None and was.is_attached and was.focusable:
+            was.focus()
+        elif view.focus_on:
             view.query_one(view.focus_on).focus()
         else:
             self.set_focus(None)
-        self.main.query_one("#tabs", TabbedContent).active = tab
+        tabs.active = tab
 
     def action_leave_field(self) -> None:
         """escape, with nothing to close: the focus leaves the field for the tab bar, where

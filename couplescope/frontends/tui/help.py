@@ -19,7 +19,7 @@ KEYS = """\
   (inference calls, or training steps: `tab` switches); there `space` leaves a variant
   out or puts it back, `escape` goes back, `c` again draws what has arrived since
 - `space` in History: mark or unmark a run for comparing
-- {view_keys} views: {view_titles}
+- {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)
 - `q` quit; while a run goes it asks first (quitting stops it): `q` again quits, `escape`
   goes back. `ctrl+c` quits at once, stopping any running worker first

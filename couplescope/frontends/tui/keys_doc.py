@@ -60,7 +60,8 @@ def keys_table(views) -> str:
 
     rows = _rows(CoupleScopeApp.BINDINGS, "the app")
     rows.append(([key_name(v.key) for v in views], "the app",
-                 f"switch view: {', '.join(v.title for v in views)} (from the screens below too)."))
+                 f"switch view: {', '.join(v.title for v in views)} (from the screens below too), the "
+                 "focus back where it was in that view."))
     for view in views:
         rows += _rows(vars(view).get("BINDINGS", ()), f"the {view.title} view")
     for screen in screens():
