@@ -203,3 +203,29 @@ async def test_the_focus_comes_back_where_it_was_after_another_view_help_or_comp
                 await pilot.pause()
             await until(pilot, lambda: app.focused is iterations, (keys, app.focused))
             assert app.query_one("#tabs").active == "pick"
+
+
+# -- 9. the log shows its latest line -----------------------------------------------------------
+
+async def test_the_log_and_the_iterations_table_keep_their_latest_line_in_view():
+    """The log written while the telemetry panel above it was one line, which then grows
+    to five with the first sample (a recorded one): its end stays in view (it was left
+    under the screen's edge); so does the iterations table's."""
+    app = replay_app("two-backends")
+    sample = next(ev["sample"] for ev in recording("two-backends").events if ev.event == "telemetry")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("t")
+        for n in range(30):
+            app.note(f"line {n}")
+        log = app.query_one("#log")
+        await until(pilot, lambda: log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y, "written")
+        panel = app.query_one("#telemetry-panel")
+        before = panel.size.height
+        panel.show(sample, None)
+        await until(pilot, lambda: panel.size.height > before, "the panel grown")
+        await until(pilot, lambda: log.scroll_y == log.max_scroll_y, (log.scroll_y, log.max_scroll_y))
+        assert on_screen(app).splitlines()[-2].strip() == "line 29"
+        await run_replay(pilot)
+        await pilot.press("w")
+        table = app.query_one("#iteration-table")
+        await until(pilot, lambda: table.scroll_y == table.max_scroll_y, (table.scroll_y, table.max_scroll_y))

@@ -133,7 +133,15 @@ class TelemetryPanel(Static):
 
 
 class DiagnosticsLog(RichLog):
-    """Diagnostics (telemetry issue), failures and run notes, newest last."""
+    """Diagnostics (telemetry issue), failures and run notes, newest last.
+
+    Anchored to its end: RichLog scrolls to a line as it is written, not when the log's
+    height changes later (the telemetry panel above it grew from one line to five when the
+    first sample came), which left the latest lines under the screen's edge. Scrolling up
+    releases the anchor; back at the end, it follows again."""
+
+    def on_mount(self) -> None:
+        self.anchor()
 
     def note(self, text: str, level: str = "info") -> None:
         style = {"warning": "yellow", "error": "red"}.get(level, "")

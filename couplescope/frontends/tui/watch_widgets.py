@@ -247,6 +247,9 @@ class IterationsTable(RichLog):
         self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)
         self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
 
+    def on_mount(self) -> None:
+        self.anchor()   # its latest row in view when its height changes too (DiagnosticsLog)
+
     def add_variant(self, name: str) -> None:
         """A new variant starts: the table follows it, like the plot and the statistics."""
         self.clear_rows()
