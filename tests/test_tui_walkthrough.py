@@ -229,3 +229,20 @@ async def test_the_log_and_the_iterations_table_keep_their_latest_line_in_view()
         await pilot.press("w")
         table = app.query_one("#iteration-table")
         await until(pilot, lambda: table.scroll_y == table.max_scroll_y, (table.scroll_y, table.max_scroll_y))
+
+
+# -- 10. q with runs not exported asks ------------------------------------------------------------
+
+async def test_q_asks_before_it_loses_runs_not_exported():
+    """(Once the run is exported, q quits at once: test_tui_replay's export test.)"""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("q")
+        await until(pilot, lambda: "is not exported: quitting loses it" in on_screen(app), on_screen(app))
+        assert "#1 simplenet" in on_screen(app) and not app._exit
+        await pilot.press("escape")                        # no: back
+        await until(pilot, lambda: "not exported" not in on_screen(app), "back")
+        assert not app._exit
+        await pilot.press("q", "q")                        # a second q quits
+        await until(pilot, lambda: app._exit, "quit")

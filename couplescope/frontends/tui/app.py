@@ -32,6 +32,7 @@ from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
+from couplescope.frontends.tui import quit_screen
 from couplescope.frontends.tui.quit_screen import QuitScreen
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.views import view_classes
@@ -83,11 +84,11 @@ class CoupleScopeApp(SignalEndings, App):
                         "time; on the compare screen, draw it again with what has arrived since."),
         Binding("question_mark", "help", "help", priority=True,
                 tooltip="the help screen: it scrolls (arrow keys, PgUp/PgDn, End; its border says so)."),
-        # q asks first while a run is going (QuitScreen); ctrl+c quits at once, from anywhere
+        # q asks first when quitting loses a run (QuitScreen); ctrl+c quits at once, from anywhere
         # (a text field would otherwise take it for copy)
         Binding("q", "quit", "quit", priority=True,
-                tooltip="quit. While a run goes it asks first, since quitting stops the run and loses "
-                        "what it measured."),
+                tooltip="quit. While a run goes, or when runs that measured something are not "
+                        "exported, it asks first, since quitting loses them (a second q quits)."),
         Binding("ctrl+c", "quit_now", "quit", priority=True, show=False,
                 tooltip="quit at once, from anywhere (a field that takes words included). A running "
                         "worker is stopped first; no process is left behind."),
@@ -369,12 +370,17 @@ class CoupleScopeApp(SignalEndings, App):
 
     # -- quitting ---------------------------------------------------------------------
     async def action_quit(self) -> None:
-        """q: quits at once with no run going; with one, asks first (QuitScreen: a second q
-        quits), since quitting ends the run."""
+        """q: quits at once with nothing to lose; with a run going, or runs that measured
+        something not exported, asks first (QuitScreen: a second q quits), since quitting
+        ends the run, and the runs not exported live in a temporary folder."""
+        unsaved = [r.name for r in self.runs.values()
+                   if r is not self.active and not r.export_path and r.measured()]
         if isinstance(self.screen, QuitScreen):
             self.screen.dismiss(True)
         elif self.active is not None:
-            self.push_screen(QuitScreen(self.active.name), self._quit_if)
+            self.push_screen(QuitScreen(quit_screen.going(self.active.name)), self._quit_if)
+        elif unsaved:
+            self.push_screen(QuitScreen(quit_screen.not_exported(unsaved)), self._quit_if)
         else:
             await self.action_quit_now()
 

@@ -21,8 +21,9 @@ KEYS = """\
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)
-- `q` quit; while a run goes it asks first (quitting stops it): `q` again quits, `escape`
-  goes back. `ctrl+c` quits at once, stopping any running worker first
+- `q` quit; while a run goes, or when runs are not exported, it asks first (quitting
+  loses them): `q` again quits, `escape` goes back. `ctrl+c` quits at once, stopping any
+  running worker first
 - `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
 The keys work wherever the focus is: number fields take digits only. A field that takes

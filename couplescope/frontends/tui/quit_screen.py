@@ -1,8 +1,10 @@
-"""The question `q` asks while a run is going: quitting ends the run.
+"""The question `q` asks when quitting loses something: a run going, or runs not exported.
 
-A user who thought they were typing into a field pressed `q` and lost the run going; now
-a second `q` (or `y`) is needed, and `escape` (or `n`) goes back to the run. `ctrl+c`
-still quits at once, as it does in any terminal program.
+A user who thought they were typing into a field pressed `q` and lost the run going; one
+who had not exported lost every run of the session without a word (the app's runs live in
+a temporary folder until `e` copies them out). Now a second `q` (or `y`) is needed, and
+`escape` (or `n`) goes back. `ctrl+c` still quits at once, as it does in any terminal
+program.
 """
 
 from __future__ import annotations
@@ -19,19 +21,31 @@ class QuitScreen(ModalScreen):
     """Asks before quitting ends the run going; dismissed with True to quit."""
 
     BINDINGS = [Binding("q,y", "answer(True)", "quit", priority=True,
-                        tooltip="quit: the run going stops, and what it measured is lost."),
-                Binding("escape,n", "answer(False)", "stay", priority=True, tooltip="go back to the run.")]
+                        tooltip="quit: the run going stops, and what the question names is lost."),
+                Binding("escape,n", "answer(False)", "stay", priority=True, tooltip="go back to the app.")]
 
-    def __init__(self, run_name: str) -> None:
+    def __init__(self, question: str) -> None:
         super().__init__()
-        self.run_name = run_name
+        self.question = question   # what quitting loses (markup): going(), not_exported()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box") as box:
             box.border_title = "quit?"
-            yield Static(f"Run {escape(self.run_name)} is still going: quitting stops it, and what "
-                         "it measured is lost (s stops it; then e exports what it measured).\n\n"
-                         "[b]q[/] or [b]y[/] quits · [b]escape[/] or [b]n[/] goes back to the run")
+            yield Static(f"{self.question}\n\n[b]q[/] or [b]y[/] quits · [b]escape[/] or [b]n[/] goes back")
 
     def action_answer(self, quit_: bool) -> None:
         self.dismiss(quit_)
+
+
+def going(run_name: str) -> str:
+    """What quitting loses while a run goes."""
+    return (f"Run {escape(run_name)} is still going: quitting stops it, and what it measured "
+            "is lost (s stops it; then e exports what it measured).")
+
+
+def not_exported(names: list[str]) -> str:
+    """What quitting loses when runs that measured something were not exported."""
+    runs = ", ".join(escape(n) for n in names)
+    one = len(names) == 1
+    return (f"{'Run' if one else 'Runs'} {runs} {'is' if one else 'are'} not exported: quitting "
+            f"loses {'it' if one else 'them'} (e exports the run highlighted in History, h).")
