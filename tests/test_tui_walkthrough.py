@@ -17,6 +17,7 @@ from couplescope.core import replay
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from test_tui_replay import FIXTURES, replay_app, run_replay, until
+from test_tui_first_use import held  # noqa: F401  (a fixture: a run held at its start)
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -246,3 +247,23 @@ async def test_q_asks_before_it_loses_runs_not_exported():
         assert not app._exit
         await pilot.press("q", "q")                        # a second q quits
         await until(pilot, lambda: app._exit, "quit")
+
+
+# -- 11. e and c say why they cannot act, at once -------------------------------------------------
+
+async def test_e_c_and_s_say_why_not_on_the_top_line(held):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.main.query_one("#status")
+        for key, why in (("e", "nothing to export yet: run something first (r)"),
+                         ("c", "nothing to compare yet: run something first (r)"),
+                         ("s", "no run is going")):
+            await pilot.press(key)
+            await until(pilot, lambda: str(status.render()).startswith(why), (key, str(status.render())))
+            assert any(n.message.startswith(why) for n in app._notifications), key
+        await pilot.press("r")                                # a run held at its start
+        await until(pilot, lambda: app.active is not None, "the run going")
+        for key, why in (("e", "#1 simplenet is still running: e exports it once it ends"),
+                         ("c", "nothing to compare yet: the runs made no call so far")):
+            await pilot.press(key)
+            await until(pilot, lambda: str(status.render()).startswith(why), (key, str(status.render())))

@@ -281,7 +281,7 @@ class CoupleScopeApp(SignalEndings, App):
 
     def action_stop(self) -> None:
         if self.active is None:
-            self.notify("no run is going", severity="information")
+            self.say_why_not("no run is going: s stops a run while it goes")
             return
         self.active.stopping = True
         self.set_status(f"stopping {self.active.name} ...")
@@ -304,15 +304,16 @@ class CoupleScopeApp(SignalEndings, App):
         seconds): the status line says so at once, and where it went when it is done."""
         record = self.picked()
         if record is None:
-            self.notify("nothing to export yet: run something first (r)", severity="warning")
+            self.say_why_not("nothing to export yet: run something first (r)")
             return
         if record.status == "running":
-            self.notify(f"{record.name} is still running; export it when it ends (or stop it: s)",
-                        severity="warning")
+            self.say_why_not(f"{record.name} is still running: e exports it once it ends (s stops it)")
             return
         if self.exporting is not None:
-            self.notify(f"{self.exporting.name} is being exported; e again when it is done",
-                        severity="warning")
+            self.say_why_not(f"{self.exporting.name} is being exported: e again when it is done")
+            return
+        if not record.measured():
+            self.say_why_not(f"nothing to export: {record.name} made no call (the log, t, says why)")
             return
         self.exporting = record
         record.export_done.clear()
@@ -360,7 +361,11 @@ class CoupleScopeApp(SignalEndings, App):
         draws it again with what has arrived since, the variants left out kept."""
         records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
         if not records:
-            self.notify("nothing to compare yet: run something first (r)", severity="warning")
+            self.say_why_not("nothing to compare yet: run something first (r)")
+            return
+        if not any(r.measured() for r in records):
+            which = "the runs marked in History" if any(r.selected for r in self.runs.values()) else "the runs"
+            self.say_why_not(f"nothing to compare yet: {which} made no call so far")
             return
         task = None
         if isinstance(self.screen, CompareScreen):
@@ -466,6 +471,12 @@ class CoupleScopeApp(SignalEndings, App):
         timers otherwise)."""
         for view in self.views:
             view.redraw(force=force)
+
+    def say_why_not(self, text: str) -> None:
+        """A key that cannot act now says why at once: on the top line (always on the
+        screen, wherever the focus is) and in a toast."""
+        self.set_status(text)
+        self.notify(text, severity="warning")
 
     def set_status(self, text: str) -> None:
         self.main.query_one("#status", Static).update(text)
