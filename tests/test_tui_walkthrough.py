@@ -267,3 +267,28 @@ async def test_e_c_and_s_say_why_not_on_the_top_line(held):
                          ("c", "nothing to compare yet: the runs made no call so far")):
             await pilot.press(key)
             await until(pilot, lambda: str(status.render()).startswith(why), (key, str(status.render())))
+
+
+# -- 12. the footer whole at 80 columns ------------------------------------------------------------
+
+async def test_every_key_of_the_footer_is_whole_at_80_columns_in_every_view_and_on_compare():
+    from textual.widgets._footer import FooterKey
+
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await runs_of(pilot, "training", "two-backends")   # compare: both tasks, so tab shows too
+        for keys in ("p", "w", "t", "h", "c"):
+            await pilot.press(keys)
+            shown = {b.binding.description for b in app.screen.active_bindings.values() if b.binding.show}
+
+            def laid_out():
+                drawn = {k.description: k for k in app.screen.query(FooterKey)}
+                return shown <= set(drawn) and all(k.region.width > 0 for k in drawn.values())
+            await until(pilot, laid_out, (keys, shown))
+            drawn = sorted(app.screen.query(FooterKey), key=lambda k: k.region.x)
+            where = [(k.description, k.region) for k in drawn]
+            assert all(k.region.right <= 80 for k in drawn), where
+            # none under another (the palette's key is docked at the right, over what runs past it)
+            assert all(a.region.right <= b.region.x for a, b in zip(drawn, drawn[1:])), (keys, where)
+            if keys == "c":
+                assert "task" in shown

@@ -32,7 +32,7 @@ class HistoryView(AppView):
     help = """\
 every run of this session. Export writes results.json, events.jsonl and the
 traces; open the traces with `couplescope --tensorboard <path>`."""
-    BINDINGS = [Binding("space", "toggle_mark", "mark for compare",
+    BINDINGS = [Binding("space", "toggle_mark", "mark",
                         tooltip="mark or unmark the highlighted run for comparing.")]
 
     def compose(self) -> ComposeResult:
