@@ -53,7 +53,7 @@ async def test_the_compare_view_marks_the_cut_whisker_with_its_end_at_80_columns
         p95 = stats.percentile(sorted(timed("two-backends")[0]), 95) * 1e6
         first = next(line for line in shown.splitlines() if line.lstrip().startswith("1 │"))
         assert first.endswith(f"▸{p95:.3g}")   # the whisker's arrow, and where it really ends
-        assert "timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸ cut, its end after" in shown
+        assert "timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸N: cut here, ends at N" in shown
 
 
 async def test_a_sweep_s_lines_are_named_as_the_table_names_the_variants():

@@ -234,8 +234,10 @@ async def test_the_log_and_the_iterations_table_keep_their_latest_line_in_view()
 
 # -- 10. q with runs not exported asks ------------------------------------------------------------
 
-async def test_q_asks_before_it_loses_runs_not_exported():
-    """(Once the run is exported, q quits at once: test_tui_replay's export test.)"""
+async def test_q_asks_before_it_loses_runs_not_exported_and_e_writes_where_the_form_says(tmp_path):
+    """q asks while the run is not exported; e writes it into the export folder typed in
+    the form (its blank says where e writes; it was ignored: e used the command line's);
+    then q quits at once."""
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
@@ -245,7 +247,13 @@ async def test_q_asks_before_it_loses_runs_not_exported():
         await pilot.press("escape")                        # no: back
         await until(pilot, lambda: "not exported" not in on_screen(app), "back")
         assert not app._exit
-        await pilot.press("q", "q")                        # a second q quits
+        field = app.query_one("#export")
+        assert field.placeholder == "./couplescope-runs: where e writes a run"
+        field.value = str(tmp_path / "typed")
+        await pilot.press("e")
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
+        assert os.path.dirname(app.runs[1].export_path) == str(tmp_path / "typed")
+        await pilot.press("q")                              # nothing to lose: at once
         await until(pilot, lambda: app._exit, "quit")
 
 

@@ -96,18 +96,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("ftorch_dir", str, None, "where the user's FTorch is installed (the prefix given to "
            "its cmake --install, or the folder holding FTorchConfig.cmake), for --host ftorch",
            _WHAT, hosts=("ftorch",), metavar="PREFIX", label="FTorch dir",
-           default_text="FTorch_DIR, else CMAKE_PREFIX_PATH"),
+           default_text="$FTorch_DIR, else $CMAKE_PREFIX_PATH (host ftorch)"),
     Option("forpy_source", str, None, "the user's forpy_mod.F90 (forpy is one Fortran file "
            "projects copy into their tree), or the folder holding it, for --host forpy",
            _WHAT, hosts=("forpy",), metavar="FILE", label="forpy source",
-           default_text="FORPY_SOURCE"),
+           default_text="$FORPY_SOURCE (host forpy)"),
     Option("pytorch_fortran_dir", str, None, "where the user's pytorch-fortran is installed (the prefix "
            "its make script installs into, or the folder holding pytorch_fort_proxy-config.cmake), for "
            "--host pytorch-fortran", _WHAT, hosts=("pytorch-fortran",), metavar="PREFIX",
-           label="pytorch-fortran", default_text="pytorch_fort_proxy_DIR, else CMAKE_PREFIX_PATH"),
+           label="pytorch-fortran", default_text="$pytorch_fort_proxy_DIR, else $CMAKE_PREFIX_PATH"),
     Option("fc", str, None, "the Fortran compiler a library host's driver is built with",
            _WHAT, hosts=("ftorch", "forpy", "pytorch-fortran"), metavar="COMPILER", label="Fortran compiler",
-           default_text="$FC, else gfortran"),
+           default_text="$FC, else gfortran (the library hosts)"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
            "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",
            _WHAT, choices=GRAD_MODES, metavar="MODE"),
@@ -138,7 +138,7 @@ OPTIONS: tuple[Option, ...] = (
            default_text="torch's own"),
     Option("seed", int, 0, "seed for weights and inputs", _HOW, low=0, metavar="N", series=False),
     Option("reload_every_call", bool, False, "load the model inside every call (FTorch's looping "
-           "example: what not to do)", _HOW, label="reload"),
+           "example: what not to do)", _HOW, label="reload each call"),
     Option("memory_limit", str, None, "memory a variant may plan to use, e.g. 16G, or none; a size "
            "whose estimate exceeds it is refused before anything is allocated", _HOW, scope=RUN,
            convert=memory_limit_text, metavar="SIZE", default_text="half of what is available here",
@@ -161,7 +161,7 @@ OPTIONS: tuple[Option, ...] = (
            "as FTorch's example 11)", _TRAIN, choices=TASKS, metavar="TASK"),
     Option("optimizer", str, None, "the optimizer of a training step: sgd (as FTorch's and "
            "pytorch-fortran's examples) or adam", _TRAIN, choices=OPTIMIZERS, tasks=("train",),
-           metavar="NAME", default_text="the model's own: sgd, adam for cgdrag (outputs of 1e-6)"),
+           metavar="NAME", default_text="the model's own (sgd; adam for cgdrag)"),
     Option("lr", float, None, "the optimizer's learning rate", _TRAIN, low=0, above_low=True,
            tasks=("train",),
            metavar="RATE", default_text="the model's own (simplenet 0.05, as FTorch's example 11)",
@@ -183,7 +183,7 @@ OPTIONS: tuple[Option, ...] = (
     # profiling and traces
     Option("profile_iterations", int, 3, "iterations profiled with torch.profiler after the timed "
            "ones, never in the statistics; 0 turns profiling off", _PROF, low=0, metavar="N",
-           label="profiled", series=False),
+           label="profiled calls", series=False),
     Option("profile_max_ops", int, 10_000, "profile only when the window records at most N "
            "operators: a trace of an element-by-element model such as stride at N=512 would take "
            "minutes and gigabytes", _PROF, low=1, metavar="N", label="profile max ops", series=False),
@@ -191,7 +191,8 @@ OPTIONS: tuple[Option, ...] = (
            "directory in DIR", _PROF, scope=RUN, const="couplescope-runs", metavar="DIR",
            default_text="off; DIR defaults to ./couplescope-runs"),
     # GPU
-    Option("pinned", bool, False, "pinned (page-locked) host memory for device copies", _GPU),
+    Option("pinned", bool, False, "pinned (page-locked) host memory for device copies", _GPU,
+           label="pinned memory"),
     # MPI
     Option("ranks", int, 2, "MPI ranks", _MPI, low=2, backends=(MPI_BACKEND,), metavar="R",
            why_low="the mpi backend needs at least 2 ranks (run a single process with --backend "

@@ -317,7 +317,11 @@ class CoupleScopeApp(SignalEndings, App):
             return
         self.exporting = record
         record.export_done.clear()
-        parent = self.options.export or DEFAULT_PARENT
+        try:   # the form's export field (the command line's --export fills it)
+            parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
+        except UsageError as exc:
+            self.say_why_not(f"cannot export: {exc}")
+            return
         self.set_status(f"exporting {record.name} to {parent} ...")
         self.export_run(record, parent)
 

@@ -1,6 +1,6 @@
 """The compare view's box plot, drawn as text: a row per variant, time across the screen.
 
-    timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸ cut, its end after
+    timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸N: cut here, ends at N
     1 │      ├──────██┃████──────────────────────────────────────────▸464
     2 │  ├────████┃██────────┤
       └──┬──────────┬──────────┬──────────┬──────────┬──────────┬──────
@@ -101,7 +101,7 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "") ->
         return min(columns - 1, max(0, round((value - plot.bottom) / span * (columns - 1))))
 
     out = Text(f"timed calls ({plot.unit}): █ 25-75% ┃ median, ├─┤ 5-95%"
-               + ("; ▸ cut, its end after" if plot.cut else "") + title_extra, style="bold")
+               + ("; ▸N: cut here, ends at N" if plot.cut else "") + title_extra, style="bold")
     for i, (label, q) in enumerate(zip(labels, plot.quintuples), 1):
         color = rich_color(COLORS[(i - 1) % len(COLORS)])
         high, box_high, median, box_low, low = (col(v) for v in q)

@@ -190,6 +190,10 @@ class PickForm(Vertical):
             return model_blank(self.preset_values)
         if option.name == "name":
             return name_blank(self.preset_values)
+        if option.name == "export":   # in the app, where `e` writes (the command line's: off)
+            from couplescope.export.run_dir import DEFAULT_PARENT
+
+            return Blank(f"./{DEFAULT_PARENT}: where e writes a run")
         return blank_for(option, self.preset_values)
 
     def _widget(self, option, a: RunOptions, runtime: dict):
@@ -303,6 +307,10 @@ class PickForm(Vertical):
         return RunOptions(preset=preset if isinstance(preset, str) else None, model=model,
                           backends=backends or None, sizes=lists.get("size"),
                           hosts=lists.get("host"), overrides=overrides, **run)
+
+    def export_dir(self) -> str | None:
+        """The export field: where `e` writes a run (None: blank)."""
+        return fields.read(declared.get("export"), self.query_one("#export"))
 
     def build(self):
         """The RunRequest of the form, exactly as the command line's; raises UsageError."""

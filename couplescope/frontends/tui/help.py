@@ -13,11 +13,15 @@ KEYS = """\
 
 - `r` run what the Pick view describes (refused while a run goes)
 - `s` stop the run: ends the worker process; what was measured stays
-- `e` export the highlighted run in History (the latest by default), as `--export` does;
-  the top line says "exporting" at once, then where it went
+- `e` export the highlighted run in History (the latest by default), as `--export` does,
+  into the Pick view's export folder (`./couplescope-runs` when blank); the top line says
+  "exporting" at once, then where it went
 - `c` compare the marked runs (all runs when none is marked), one task at a time
   (inference calls, or training steps: `tab` switches); there `space` leaves a variant
-  out or puts it back, `escape` goes back, `c` again draws what has arrived since
+  out or puts it back, `escape` goes back, `c` again draws what has arrived since. Its
+  box plot: a row per variant, numbered as the table's `box` column; `█` the middle half
+  of the calls, `┃` the median, `├─┤` 5% to 95%; `▸464` a whisker cut at the plot's edge
+  that really ends at 464
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)

@@ -17,9 +17,11 @@ dtype, layout, warm-up, iterations, threads, profiled iterations. A blank field 
 it means: `10 (default)`, or with a preset the preset's value, `10000 (preset)`; a value
 typed in overrides it for every variant, as on the command line (a name typed with a
 preset of several variants goes before each of their names). Backends marked `[x]` run
-(`space` toggles); `[-]` cannot run here, and the reason is written under the list. The
-line beside Run says what will run: how many variants, the task, the iterations, the
-names. A value the run would refuse is marked red."""
+(`space` toggles); `[-]` cannot run here, and the reason is written under the list; a
+backend ticked with a preset runs every variant of the preset with it. The line beside Run
+says what will run: how many variants, the task, the iterations, the names. A value the
+run would refuse is marked red. Each field is the command-line option of its name
+(`couplescope --help` says what each does)."""
 
     def compose(self) -> ComposeResult:
         yield PickForm(self.app.options, load_catalogue=self.app.load_catalogue, id="form")

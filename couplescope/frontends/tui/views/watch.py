@@ -34,12 +34,14 @@ class WatchView(AppView):
                          "telemetry"})
     redraw_seconds = 0.5
     help = """\
-per-iteration time of the running variant with one line per phase (marshal in,
-host to device, forward, device to host, marshal out), the latest iterations with
-PASSED/FAILED and the maximum relative error, progress, and median, IQR, min and max of
-the timed iterations. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts every
-call (all are checked); only the timed ones enter the statistics (`n=200 timed`). In a
-narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
+per-iteration time of the running variant with one line per phase (marshal in: the
+simulation's arrays made into tensors; host to device; forward; device to host; marshal
+out: the output written back), the latest iterations with PASSED/FAILED (the output
+checked against a reference) and the maximum relative error, progress, and median, IQR
+(the spread of the middle half), min and max of the timed iterations; `noisy`: the IQR is
+over a tenth of the median. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts
+every call (all are checked); only the timed ones enter the statistics (`n=200 timed`).
+In a narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
 `m_out` marshal out. A run in rounds (`--rounds`) measures each variant in turns: the
 view follows the variant measuring now, with all its calls so far. A training run
 (`--task train`) makes steps: zero_grad, forward, the loss, backward and the optimizer's
