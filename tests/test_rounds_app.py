@@ -101,7 +101,7 @@ async def test_every_figure_of_the_watch_view_names_the_variant_measuring_now(tm
                 plot, table = watch.query_one("#plot"), watch.query_one("#iteration-table")
                 stats = str(watch.query_one("#stats").render())
                 assert record.current == name and plot.variant == name, (number, name)
-                where = f"round {number}/3: {name}" if number < 3 else f"after the rounds: {name}: finishing"
+                where = f"round {number}/3: {name}" if number < 3 else f"rounds done: {name}: finishing"
                 assert where in app.main.query_one("#status").render().plain
                 assert f"{sum(calls_done(variant).values())}/" in stats and f"{name} running" in stats
                 assert watch.query_one("#progress").progress == sum(calls_done(variant).values())

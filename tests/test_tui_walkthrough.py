@@ -135,7 +135,8 @@ async def test_a_stopped_run_says_what_it_kept_once(second_variant_held):
         record = app.runs[1]
         assert record.status == "stopped"
         status = str(app.main.query_one("#status").render())
-        assert status == "#1 simplenet stopped: 1 of 2 variants measured, kept; e exports them, c compares, r runs again"
+        assert status == ("#1 simplenet stopped: what 1 of its 2 variants measured is kept; e exports it, "
+                          "c compares, r runs again")
         await pilot.press("h")
         await pilot.pause()
         row = [str(c).strip() for c in app.main.query_one("#runs", DataTable).get_row("1")]

@@ -110,8 +110,8 @@ class RunRecord:
         ran, total = self.measured(), len(self.specs)
         if not ran:
             return f"{self.name} stopped before any call: nothing measured; r runs again"
-        what = (f"{ran} of {total} variants measured" if total > 1 else "its calls so far")
-        return f"{self.name} stopped: {what}, kept; e exports them, c compares, r runs again"
+        what = f"what {ran} of its {total} variants measured" if ran < total else "what it measured"
+        return f"{self.name} stopped: {what} is kept; e exports it, c compares, r runs again"
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()

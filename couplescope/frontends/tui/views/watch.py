@@ -155,8 +155,10 @@ gives 5 1 2 3 4)."""
         if record is not self.app.active or record.stopping or self._round == (variant.name, variant.round, last):
             return
         self._round = (variant.name, variant.round, last)
-        where = "after the rounds" if last else f"round {variant.round}/{rounds['rounds']}"
-        self.app.set_status(f"{record.name}: {where}: {variant.name}" + (": finishing (its profiled calls, its trace)" if last else ""))
+        if last:
+            self.app.set_status(f"{record.name}: rounds done: {variant.name}: finishing")
+        else:
+            self.app.set_status(f"{record.name}: round {variant.round}/{rounds['rounds']}: {variant.name}")
 
     def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
         self.query_one(PlotLegend).show(msg.items)
