@@ -70,6 +70,7 @@ class TimePlot(PlotextPlot):
         self._where: dict = {}   # (kind, index) -> position in points, for MPI ranks
         self._dirty = False
         self._last_draw = 0.0
+        self._drawn_empty = True   # the plot on screen has no calls
 
     def reset(self, variant: str, calls=()) -> None:
         """Hold `variant`'s calls (none yet, or its calls so far), drawn at the next draw."""
@@ -101,9 +102,12 @@ class TimePlot(PlotextPlot):
         the measured worker may need: so few builds, and at most two points per column.
         """
         now = time.monotonic()
-        if not self._dirty or (not force and now - self._last_draw < 1.0):
+        # the first calls after an empty plot are drawn at once: "no calls yet" beside a
+        # table of them would contradict it for up to a second
+        first = self._drawn_empty and bool(self.points)
+        if not self._dirty or (not force and not first and now - self._last_draw < 1.0):
             return
-        self._dirty, self._last_draw = False, now
+        self._dirty, self._last_draw, self._drawn_empty = False, now, not self.points
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()

@@ -68,7 +68,7 @@ gives 5 1 2 3 4)."""
         self._dirty = False         # statistics and progress to redraw
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
         self._shown: str | None = None   # the variant whose calls the plot and table hold
-        self._round: tuple | None = None  # (variant, round) the status line names
+        self._round: str | None = None   # what the status line says of the rounds
         self.query_one(StatsPanel).show(None, None)
 
     def run_started(self, record) -> None:
@@ -147,18 +147,22 @@ gives 5 1 2 3 4)."""
 
     def _name_round(self, record, variant) -> None:
         """A run in rounds: the status line names the round of the variant shown, when it
-        changes (the app's status line, written here so that it names what the view shows)."""
+        changes (the app's status line, written here so that it names what the view shows):
+        `round 2/5: <variant>`, then `rounds done: <variant>: finishing` (its profiled calls,
+        its trace), then `rounds done: <variant>: finished` while the others finish."""
         rounds = record.builder.rounds
-        if not rounds or variant is None or variant.round is None or variant.status != "running":
+        if not rounds or variant is None or variant.round is None:
             return
-        last = variant.round_finished == rounds["rounds"]   # its rounds done: profiled calls, trace
-        if record is not self.app.active or record.stopping or self._round == (variant.name, variant.round, last):
-            return
-        self._round = (variant.name, variant.round, last)
-        if last:
-            self.app.set_status(f"{record.name}: rounds done: {variant.name}: finishing")
+        if variant.status != "running":
+            where = f"rounds done: {variant.name}: {variant.status}"
+        elif variant.round_finished == rounds["rounds"]:
+            where = f"rounds done: {variant.name}: finishing"
         else:
-            self.app.set_status(f"{record.name}: round {variant.round}/{rounds['rounds']}: {variant.name}")
+            where = f"round {variant.round}/{rounds['rounds']}: {variant.name}"
+        if record is not self.app.active or record.stopping or self._round == where:
+            return
+        self._round = where
+        self.app.set_status(f"{record.name}: {where}")
 
     def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
         self.query_one(PlotLegend).show(msg.items)
