@@ -12,8 +12,6 @@ rate; this module holds only what is the app's: the run keys, the runs, the sign
 
 from __future__ import annotations
 
-import functools
-import os
 import shutil
 import signal
 
@@ -23,10 +21,10 @@ from textual.binding import Binding
 from textual.widgets import Static, TabbedContent, Tabs
 
 from couplescope.core.request import RunOptions
-from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.endings import SignalEndings
+from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen
@@ -37,7 +35,6 @@ from couplescope.frontends.tui.quit_screen import QuitScreen
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
-from couplescope.frontends.tui.views.history import tensorboard_command
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
@@ -45,18 +42,7 @@ from couplescope.protocol.errors import UsageError
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
 
-def _while_shown(handler):
-    """Skip a message that arrives after the app has taken its screens down (quitting)."""
-
-    @functools.wraps(handler)
-    def wrapper(self, *args):
-        if not self.screen_stack:
-            return None
-        return handler(self, *args)
-    return wrapper
-
-
-class CoupleScopeApp(SignalEndings, App):
+class CoupleScopeApp(ExportKey, SignalEndings, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
@@ -293,73 +279,6 @@ class CoupleScopeApp(SignalEndings, App):
         # blocks until the worker has gone, hence this thread
         record.session.stop()
 
-    def picked(self) -> RunRecord | None:
-        """The run `e` exports: History's highlighted one, else the latest."""
-        if self.picked_run is not None and self.runs.get(self.picked_run.id) is self.picked_run:
-            return self.picked_run
-        return self.runs[max(self.runs)] if self.runs else None
-
-    def action_export(self) -> None:
-        """Export the picked run on a thread (copying its traces and drawing summary.png take
-        seconds): the status line says so at once, and where it went when it is done."""
-        record = self.picked()
-        if record is None:
-            self.say_why_not("nothing to export yet: run something first (r)")
-            return
-        if record.status == "running":
-            self.say_why_not(f"{record.name} is still running: e exports it once it ends (s stops it)")
-            return
-        if self.exporting is not None:
-            self.say_why_not(f"{self.exporting.name} is being exported: e again when it is done")
-            return
-        if not record.measured():
-            self.say_why_not(f"nothing to export: {record.name} made no call (the log, t, says why)")
-            return
-        self.exporting = record
-        record.export_done.clear()
-        try:   # the form's export field (the command line's --export fills it)
-            parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
-        except UsageError as exc:
-            self.say_why_not(f"cannot export: {exc}")
-            return
-        self.set_status(f"exporting {record.name} to {parent} ...")
-        self.export_run(record, parent)
-
-    @work(thread=True, exit_on_error=False, group="export")
-    def export_run(self, record: RunRecord, parent: str) -> None:
-        path = error = None
-        try:
-            path = record.export(parent)
-        except (UsageError, OSError) as exc:
-            error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - shown in the app, never closes it
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            record.export_done.set()
-            self.post_message(m.Exported(record.id, path, error))
-
-    @_while_shown
-    def on_exported(self, msg: m.Exported) -> None:
-        record = self.runs.get(msg.run_id)
-        self.exporting = None
-        if record is None:
-            return
-        if msg.error is not None:
-            self.notify(msg.error, title="export failed", severity="error", timeout=8)
-            self.note(f"export failed: {msg.error}", "error")
-            self.set_status(f"{record.name}: export failed (the log, t, says why)")
-            return
-        path = msg.path
-        if record.summary_error:
-            self.note(record.summary_error, "warning")
-        if record.export_missing:   # a full disk: results.json was written, these were not
-            self.note(f"export incomplete (no room): not written: {', '.join(record.export_missing)}", "error")
-        self.note(f"exported {record.name} to {path}; open its traces: {tensorboard_command(path)}")
-        # the status line, not a toast: a toast sat over the path under History for seconds
-        self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
-        for view in self.views:
-            view.run_changed(record)
-
     def action_compare(self) -> None:
         """The compare screen for the marked runs (all when none is marked); `c` on it
         draws it again with what has arrived since, the variants left out kept."""
@@ -414,7 +333,7 @@ class CoupleScopeApp(SignalEndings, App):
         shutil.rmtree(self._staging_root, ignore_errors=True)
 
     # -- messages from the run ------------------------------------------------------------
-    @_while_shown
+    @m.while_shown
     def on_events_arrived(self, msg: m.EventsArrived) -> None:
         """The record first (every view reads its builder), the log, the status line, then
         the views that follow this kind of event."""
@@ -439,7 +358,7 @@ class CoupleScopeApp(SignalEndings, App):
         for view in self._followers.get(msg.kind, ()):
             view.follow(record, msg.events)
 
-    @_while_shown
+    @m.while_shown
     def on_run_ended(self, msg: m.RunEnded) -> None:
         record = self.runs.get(msg.run_id)
         if record is None:
@@ -458,13 +377,13 @@ class CoupleScopeApp(SignalEndings, App):
         if self._ending is not None:
             self._save_and_exit()
 
-    @_while_shown
+    @m.while_shown
     def on_worker_state_changed(self, event) -> None:
         worker = event.worker
         if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
             self.note(f"{worker.group}: {worker.error}", "error")
 
-    @_while_shown
+    @m.while_shown
     def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:
         if msg.error:
             self.note(f"catalogue: {msg.error}", "warning")

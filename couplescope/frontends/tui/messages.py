@@ -7,6 +7,8 @@ run can never be drawn into a later one.
 
 from __future__ import annotations
 
+import functools
+
 from textual.message import Message
 
 
@@ -68,3 +70,15 @@ def _node(message) -> str | None:
     events = getattr(message, "events", None) or []
     return events[-1].get("node") if events else None
 
+
+
+def while_shown(handler):
+    """An app handler that skips a message arriving after the app has taken its screens
+    down (quitting)."""
+
+    @functools.wraps(handler)
+    def wrapper(self, *args):
+        if not self.screen_stack:
+            return None
+        return handler(self, *args)
+    return wrapper

@@ -1,0 +1,91 @@
+"""The export key (`e`): the run History highlights, copied to a new run directory on a
+thread, the top line saying so at once and then where it went.
+
+A part of the app (CoupleScopeApp inherits it), as endings.py is: it reads the app's runs
+and the form's export field, and tells the views when a run was exported.
+"""
+
+from __future__ import annotations
+
+import os
+
+from textual import work
+
+from couplescope.export.run_dir import DEFAULT_PARENT
+from couplescope.frontends.tui import messages as m
+from couplescope.frontends.tui.form import PickForm
+from couplescope.frontends.tui.messages import while_shown
+from couplescope.frontends.tui.runs import RunRecord
+from couplescope.frontends.tui.views.history import tensorboard_command
+from couplescope.protocol.errors import UsageError
+
+
+class ExportKey:
+    """`e` and what answers it (see the module docstring)."""
+
+    def picked(self) -> RunRecord | None:
+        """The run `e` exports: History's highlighted one, else the latest."""
+        if self.picked_run is not None and self.runs.get(self.picked_run.id) is self.picked_run:
+            return self.picked_run
+        return self.runs[max(self.runs)] if self.runs else None
+
+    def action_export(self) -> None:
+        """Export the picked run on a thread (copying its traces and drawing summary.png take
+        seconds): the status line says so at once, and where it went when it is done."""
+        record = self.picked()
+        if record is None:
+            self.say_why_not("nothing to export yet: run something first (r)")
+            return
+        if record.status == "running":
+            self.say_why_not(f"{record.name} is still running: e exports it once it ends (s stops it)")
+            return
+        if self.exporting is not None:
+            self.say_why_not(f"{self.exporting.name} is being exported: e again when it is done")
+            return
+        if not record.measured():
+            self.say_why_not(f"nothing to export: {record.name} made no call (the log, t, says why)")
+            return
+        try:   # the form's export field (the command line's --export fills it)
+            parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
+        except UsageError as exc:
+            self.say_why_not(f"cannot export: {exc}")
+            return
+        self.exporting = record
+        record.export_done.clear()
+        self.set_status(f"exporting {record.name} to {parent} ...")
+        self.export_run(record, parent)
+
+    @work(thread=True, exit_on_error=False, group="export")
+    def export_run(self, record: RunRecord, parent: str) -> None:
+        path = error = None
+        try:
+            path = record.export(parent)
+        except (UsageError, OSError) as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - shown in the app, never closes it
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            record.export_done.set()
+            self.post_message(m.Exported(record.id, path, error))
+
+    @while_shown
+    def on_exported(self, msg: m.Exported) -> None:
+        record = self.runs.get(msg.run_id)
+        self.exporting = None
+        if record is None:
+            return
+        if msg.error is not None:
+            self.notify(msg.error, title="export failed", severity="error", timeout=8)
+            self.note(f"export failed: {msg.error}", "error")
+            self.set_status(f"{record.name}: export failed (the log, t, says why)")
+            return
+        path = msg.path
+        if record.summary_error:
+            self.note(record.summary_error, "warning")
+        if record.export_missing:   # a full disk: results.json was written, these were not
+            self.note(f"export incomplete (no room): not written: {', '.join(record.export_missing)}", "error")
+        self.note(f"exported {record.name} to {path}; open its traces: {tensorboard_command(path)}")
+        # the status line, not a toast: a toast sat over the path under History for seconds
+        self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
+        for view in self.views:
+            view.run_changed(record)
