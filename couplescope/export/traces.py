@@ -147,6 +147,9 @@ class TraceListener(Listener):
         self.session = None
         self.staging = None
         self._writers: dict[str, ScalarWriter] = {}
+        #: variants whose scalars file was closed whole (a sample that comes after its worker
+        #: ended, as telemetry's last may, writes nothing more into it)
+        self._whole: set[str] = set()
         self._timed: dict[str, int] = {}   # variant -> timed iterations asked for
         self._scalars_failed = False
         self._without_scalars: set[str] = set()   # variants whose scalars are not written
@@ -193,9 +196,16 @@ class TraceListener(Listener):
         if ev.event not in ("iteration", "iterations", "telemetry"):
             return
         label = ev.variant or ""
+        if label in self._whole:   # closed whole when its worker ended: nothing more goes in
+            return
         if self._scalars_failed:
             if self.variant_dir(label) is not None and label not in self._without_scalars:
                 self._without_scalars.add(label)
+                # its file, begun before another variant's write failed, would end part-way:
+                # removed, as the failed one's is, and named with it
+                writer = self._writers.pop(label, None)
+                if writer is not None:
+                    writer.discard()
                 self.exporter.lost(self._relative(os.path.join(self.variant_dir(label), "events.out.tfevents.*")))
             return
         writer = self._writers.get(label)
@@ -247,6 +257,7 @@ class TraceListener(Listener):
             try:
                 writer.close()
                 del self._writers[label]
+                self._whole.add(label)
             except OSError as exc:   # its last records: the file is not whole
                 self._scalars_lost(label, exc)
         if self.staging is None:
