@@ -84,6 +84,7 @@ def test_ftorch_options_apply_to_the_ftorch_host_only(no_ftorch_env):
 @pytest.mark.parametrize("args, words", [
     (("--device", "cuda"), "--host ftorch makes CPU calls only so far, not --device cuda"),
     (("--dtype", "float16"), "not --dtype float16"),
+    (("--grad-mode", "inference"), "no --grad-mode inference (it runs under no_grad)"),
     (("--task", "train", "--loss", "l1"), "not --loss l1"),
     (("--task", "train", "--train-call", "pytorch-fortran"), "--train-call ftorch-operators or ftorch-mse"),
     (("--backend", "bridge"), "backend 'bridge' runs on the native or python or forpy host only, not --host ftorch"),

@@ -50,6 +50,10 @@ class FTorchHost(Host):
         if spec.dtype == "float16":
             raise UsageError("--host ftorch: FTorch's torch_tensor_from_array takes real32 and real64 "
                              "arrays, not --dtype float16")
+        if spec.task != "train" and spec.grad_mode != "no_grad":
+            raise UsageError(f"--host ftorch runs FTorch's own torch_model_forward, which has no "
+                             f"--grad-mode {spec.grad_mode} (it runs under no_grad); --host native "
+                             f"--grad-mode {spec.grad_mode} shows what FTorch would gain")
         if spec.task == "train":
             if spec.train_call not in self.train_calls:
                 raise UsageError(f"--host ftorch trains as FTorch does: --train-call "
