@@ -119,10 +119,10 @@ def test_a_second_compiler_gets_its_own_build(tmp_path, monkeypatch, built):
     # progress while it builds: each step ninja finishes, and a heartbeat in between
     steps = [m.split("native host: ", 1)[1] for m in messages[1:]]
     assert any(s.startswith("still compiling host.cpp") for s in steps), steps
-    steps_in_all = len(native.SOURCES) + 1
-    for done in [f"compiled {os.path.basename(source)}, " for source in native.SOURCES] + [
-            f"linked, {steps_in_all} of {steps_in_all} steps done"]:
-        assert any(s.startswith(done) for s in steps), (done, steps)
+    # the sources compile as one unit, then the module is linked
+    for done in (f"compiled {native.unity_names()} (one unit), 1 of 2 steps done",
+                 "linked, 2 of 2 steps done"):
+        assert any(s.startswith(done + " (") for s in steps), (done, steps)
     assert all(s.endswith(" s so far)") for s in steps), steps
     assert path != built and path.startswith(str(tmp_path / "cache"))
     assert native.ensure_built() == (path, None)
@@ -197,6 +197,10 @@ def test_ninja_status_lines_in_words():
     link_line = ("[3/3] c++ host.o aoti_host.o -shared -L/venv/torch/lib -lc10 -ltorch_cpu -ltorch "
                  "-ltorch_python -o couplescope_native_9cc5f34118ea.so")
     assert native.build_step(compile_line) == ("compiled host.cpp, 2 of 3 steps done", "host.cpp")
+    unity_line = ("[1/2] c++ -MMD -MF couplescope_native_unity.o.d -fPIC -std=c++17 -O2 -DNDEBUG -c "
+                  "/cache/native/key/work/couplescope_native_unity.cpp -o couplescope_native_unity.o")
+    assert native.build_step(unity_line) == (
+        "compiled host.cpp, aoti_host.cpp, train_host.cpp (one unit), 1 of 2 steps done", native.UNITY)
     assert native.build_step(link_line) == ("linked, 3 of 3 steps done", None)
     assert native.build_step("Emitting ninja build file /cache/work/build.ninja...") is None
 

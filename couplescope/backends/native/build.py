@@ -17,11 +17,16 @@ def main(argv: list[str]) -> int:
     directory, name = argv
     from torch.utils.cpp_extension import load
 
-    from couplescope.backends.native import DONE, SOURCES
+    from couplescope.backends.native import DONE, SOURCES, UNITY
 
     work = os.path.join(directory, "work")
     os.makedirs(work, exist_ok=True)
-    module = load(name=name, sources=list(SOURCES), build_directory=work,
+    # one translation unit including every source (native.UNITY says why); its text names
+    # the installed sources, which the build key hashes
+    unity = os.path.join(work, UNITY)
+    with open(unity, "w") as f:
+        f.writelines(f'#include "{source}"\n' for source in SOURCES)
+    module = load(name=name, sources=[unity], build_directory=work,
                   extra_cflags=["-O2", "-DNDEBUG"], verbose=True, with_cuda=False)
     path = module.__file__
     tmp = os.path.join(directory, f".{DONE}.tmp")
