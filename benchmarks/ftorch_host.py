@@ -56,14 +56,20 @@ WITHIN = 0.10
 def timer_run(task: str, timer: str, model: str, count: int, library: str = "ftorch", extra=()) -> dict:
     """One run of a timer: {"median", each phase, "result"}, in seconds. It prints a line
     starting `<library>_<task>` (extra: arguments after the usual ones)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     argv = [timer, model, str(count)] + (["100"] if task == "infer" else []) + list(extra)
+    return run_timer(argv, f"{library}_{task}", {p: p for p in PHASES[task]})
+
+
+def run_timer(argv: list[str], prefix: str, phases: dict[str, str]) -> dict:
+    """Run a timer program with one thread and read the last line it prints starting
+    `prefix`: `median_us=` and the phases (`phases`: the timer's key -> couplescope's phase
+    name), in seconds; `result=` if it says, else PASSED or FAILED by its exit code."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    prefix = f"{library}_{task}"
     lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
     if not lines:
-        print(f"ftorch_host: {timer} printed no '{prefix}' line (exit {done.returncode}; stderr: "
-              f"{done.stderr.strip()[-300:]!r})", file=sys.stderr)
+        print(f"{os.path.basename(sys.argv[0])}: {argv[0]} printed no '{prefix}' line (exit "
+              f"{done.returncode}; stderr: {done.stderr.strip()[-300:]!r})", file=sys.stderr)
         sys.exit(2)
     values = {}
     for key, value in LINE.findall(lines[-1]):
@@ -72,19 +78,22 @@ def timer_run(task: str, timer: str, model: str, count: int, library: str = "fto
         except ValueError:
             values[key] = value
     return {"median": values["median_us"] * 1e-6,
-            "phases": {p: values[p] * 1e-6 for p in PHASES[task] if isinstance(values.get(p), float)},
+            "phases": {name: values[key] * 1e-6 for key, name in phases.items()
+                       if isinstance(values.get(key), float)},
             "result": str(values.get("result", "PASSED" if done.returncode == 0 else "FAILED"))}
 
 
-def couplescope_run(task: str, host: str, ftorch_dir: str, count: int, **fields) -> dict:
-    """One couplescope run through the library API: SimpleNet, 1 thread, on `host` (fields:
-    more of the RunSpec's, such as a library host's install)."""
+def couplescope_run(task: str, host: str, ftorch_dir: str | None, count: int, **fields) -> dict:
+    """One couplescope run through the library API: SimpleNet (or fields' model), 1 thread,
+    on `host` (fields: more of the RunSpec's, such as a library host's install)."""
     import couplescope
 
     if host == "ftorch":
         fields["ftorch_dir"] = ftorch_dir
-    spec = couplescope.RunSpec(model="simplenet", task=task, host=host, threads=1, iterations=count,
-                               warmup=100 if task == "infer" else 1, profile_iterations=0, **fields)
+    fields.setdefault("model", "simplenet")
+    fields.setdefault("warmup", 100 if task == "infer" else 1)
+    spec = couplescope.RunSpec(task=task, host=host, threads=1, iterations=count, profile_iterations=0,
+                               **fields)
     doc = couplescope.run(spec)
     v = doc["variants"][0]
     final = (v.get("training") or {}).get("final_check") or {}
