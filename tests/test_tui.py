@@ -223,9 +223,10 @@ async def test_stop_midway_keeps_what_was_measured_and_second_run_is_refused():
         pids = worker_pids()
         assert pids
         await pilot.press("r")                                   # a second run while one goes
-        await pilot.pause()
+        # the refusal is a toast, posted as a message: wait for it, not for a pause
+        await wait_for(pilot, lambda: any("still going" in n.message for n in app._notifications),
+                       what="the refusal of a second run")
         assert len(app.runs) == 1
-        assert any("still going" in n.message for n in app._notifications)
         await pilot.press("s")
         await wait_for(pilot, run_over(app), what="the stopped run to end")
         variant = record.builder.variants["stride-torchscript-16"]
