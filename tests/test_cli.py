@@ -186,11 +186,15 @@ def test_input_shape_the_model_rejects(cli, tmp_path):
 
 
 BRIDGE_OK = textwrap.dedent('''
+    import gc
     import numpy as np
     def initialize(config):
         print("hello from the model on stdout")       # must not corrupt the event channel
     def compute(inputs, output):
         print("noise", flush=True)
+        # the worker pauses the collector while it imports torch only: calls are measured
+        # with it on, as in the user's Python
+        assert gc.isenabled(), "the garbage collector is off during the calls"
         output[...] = 3.0 * inputs[0]
     def reference(inputs):
         return 3.0 * np.asarray(inputs[0])
