@@ -25,7 +25,7 @@ import time
 
 from couplescope.core import pipeline, replay, synthetic
 from couplescope.frontends.cli.printer import HeadlessPrinter
-from couplescope.protocol import events
+from couplescope.protocol import columns, events
 from couplescope.protocol.spec import RunSpec
 
 BATCH = 1000
@@ -41,7 +41,7 @@ def recording(calls: int, path: str) -> None:
                         "max_rel_error": c.max_rel_error, "passed": c.passed, "error": c.error}
                        for c in ev.calls]
             lines += [events.make("iterations", ev.variant,
-                                  **events.iteration_columns(ev.kind, i + 1, records[i:i + BATCH]))
+                                  **columns.iteration_columns(ev.kind, i + 1, records[i:i + BATCH]))
                       for i in range(0, len(records), BATCH)]
         else:
             lines.append(ev)

@@ -151,7 +151,7 @@ class PipeWorker:
             self.clock["events"] = self.clock.get("events", 0) + 1
             self.clock["bytes"] = self.clock.get("bytes", 0) + len(line)
             if event["event"] in ("iteration", "iterations"):
-                self.clock["calls"] = self.clock.get("calls", 0) + (len(event["seconds"]) if event["event"]
+                self.clock["calls"] = self.clock.get("calls", 0) + (event.count if event["event"]
                                                                     == "iterations" else 1)
             if event["event"] == "variant_finished":
                 self.clock["last"] = time.monotonic()

@@ -30,6 +30,7 @@ from couplescope.backends.host_memory import strides_for
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads import catalogue
+from couplescope.results.saved import iteration_records as records
 
 #: part of every package key these tests make: a key no earlier run compiled
 SEED = 1000 + os.getpid() % 100_000
@@ -227,9 +228,9 @@ def test_exportable_covers_the_catalogue_but_stride():
 def test_every_exportable_catalogue_model_passes_through_aoti(catalogue_run, model, host):
     v = catalogue_run[(model, host)]
     assert v["status"] == "finished", v["error"]
-    assert v["checks_passed"], [it["max_rel_error"] for it in v["iterations"]]
+    assert v["checks_passed"], [it["max_rel_error"] for it in records(v)]
     assert v["stats"]["n"] == 2
-    for it in v["iterations"]:
+    for it in records(v):
         assert {"marshal_in", "forward", "marshal_out"} <= set(it["phases"])
     compile_ = v["compile"]
     assert compile_["compiler"] == "AOTInductor" and os.path.exists(compile_["package"])
@@ -284,7 +285,7 @@ def test_a_layout_c_run_fails_its_checks_as_with_torchscript(cli, tmp_path, made
     for backend in ("torchscript", "aoti"):
         v = by_backend[backend]
         assert v["status"] == "finished" and not v["checks_passed"], backend
-        assert all(not it["passed"] and it["max_rel_error"] > 0.1 for it in v["iterations"]), backend
+        assert all(not it["passed"] and it["max_rel_error"] > 0.1 for it in records(v)), backend
     assert by_backend["aoti"]["compile"]["status"] == "compiled"
 
 
@@ -348,7 +349,7 @@ def test_the_bridge_compiled_model_reports_its_compile_apart_from_the_load(cli, 
         assert v["compile"]["compiler"] == "torch.compile" and v["compile"]["status"] == "compiled"
         assert v["compile"]["seconds"] > 0
         # the first call compiled during the load: no timed call compiles again
-        timed = [it["seconds"] for it in v["iterations"] if it["kind"] == "timed"]
+        timed = [it["seconds"] for it in records(v) if it["kind"] == "timed"]
         assert max(timed) < v["compile"]["seconds"]
 
 

@@ -15,7 +15,7 @@ import pytest
 from couplescope.core import pipeline, replay, synthetic
 from couplescope.frontends.cli.printer import HeadlessPrinter
 from couplescope.frontends.cli.ranks_report import report_lines
-from couplescope.protocol import events
+from couplescope.protocol import columns, events
 from couplescope.protocol.spec import RunSpec
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -32,7 +32,7 @@ def failing_at(*indices):
                             "max_rel_error": 2.0 if c.index in indices else 0.0,
                             "passed": c.index not in indices,
                             "error": "transposed" if c.index in indices else None} for c in ev.calls]
-                ev = events.make("iterations", ev.variant, **events.iteration_columns("timed", ev.first_index, records))
+                ev = events.make("iterations", ev.variant, **columns.iteration_columns("timed", ev.first_index, records))
             out.append(ev)
         return out
     return script

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import FAST, default_signals
+from couplescope.results.saved import iteration_records as records
 
 @pytest.mark.e2e
 def test_passing_run_prints_reference_lines_and_exits_0(cli):
@@ -81,7 +82,7 @@ def test_list_piped_with_columns_set_wraps_to_them(cli):
 def test_reload_every_call_times_the_load(cli):
     r = cli("--model", "simplenet", "--reload-every-call", "--json", *FAST)
     v = json.loads(r.stdout)["variants"][0]
-    assert all("load" in it["phases"] for it in v["iterations"])
+    assert all("load" in it["phases"] for it in records(v))
 
 
 BAD_INPUTS = [
@@ -273,7 +274,7 @@ def test_ctrl_c_keeps_what_was_measured_and_exits_130(tmp_path):
     doc = json.loads((run_dir / "results.json").read_text())
     v = doc["variants"][0]
     assert v["status"] == "interrupted" and v["stats"]["n"] >= 3
-    assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
+    assert v["stats"]["n"] == sum(1 for it in records(v) if it["kind"] == "timed")
     assert workers, "the worker process was never seen"
     gone, alive = psutil.wait_procs(workers, timeout=30)   # returns as soon as they are gone
     assert not alive

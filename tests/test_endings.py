@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from couplescope.protocol import events, scratch
+from couplescope.results.saved import iteration_records as records
 
 pytestmark = pytest.mark.e2e
 
@@ -115,7 +116,7 @@ def test_sigterm_and_sighup_keep_export_and_exit_128_plus_the_signal(tmp_path, s
     doc = json.loads((run / "results.json").read_text())
     v = doc["variants"][0]
     assert v["status"] == "interrupted" and v["verdict"] == "stopped" and v["stats"]["n"] >= 5
-    assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed")
+    assert v["stats"]["n"] == sum(1 for it in records(v) if it["kind"] == "timed")
     assert "comparison (overhead" in out   # the statistics were printed
     assert not list(run.glob("*.tmp-*"))
     assert_nothing_left(processes, tmp_path)

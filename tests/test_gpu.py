@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from conftest import FAST, run_cli
+from couplescope.results.saved import iteration_records as records
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device "
@@ -95,7 +96,7 @@ def test_pinned_on_the_cpu_changes_nothing(cli):
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)["variants"][0]
     assert v["spec"]["pinned"] is True and v["checks_passed"]
-    assert all(set(it["phases"]) == {"marshal_in", "forward", "marshal_out"} for it in v["iterations"])
+    assert all(set(it["phases"]) == {"marshal_in", "forward", "marshal_out"} for it in records(v))
 
 
 def test_importing_engine_and_gpu_modules_touches_no_cuda():
@@ -190,7 +191,7 @@ def run_json(*args):
 
 
 def timed(variant):
-    return [it for it in variant["iterations"] if not it["warmup"] and not it["profiled"]]
+    return [it for it in records(variant) if not it["warmup"] and not it["profiled"]]
 
 
 def by_backend(doc):

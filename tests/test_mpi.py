@@ -22,6 +22,7 @@ import pytest
 from couplescope import backends
 from couplescope.protocol.spec import RunSpec
 from couplescope.protocol import events
+from couplescope.results.saved import iteration_records as records
 
 needs_mpi = pytest.mark.skipif(backends.unavailable("mpi") is not None,
                                reason=f"MPI unavailable: {backends.unavailable('mpi')}")
@@ -111,7 +112,7 @@ def test_each_rank_output_is_twice_base_plus_rank_and_checked(variant):
         base = [float(v + r["rank"]) for v in range(5)]
         assert r["input"]["x"] == base
         assert r["output"]["y"] == [2 * v for v in base]
-    ranked = [it for it in variant["iterations"] if it["kind"] == "timed"]
+    ranked = [it for it in records(variant) if it["kind"] == "timed"]
     assert sorted({it["rank"] for it in ranked}) == [0, 1]
     assert len(ranked) == 2 * ITERATIONS and all(it["passed"] for it in ranked)
     assert variant["checks_passed"] is True
@@ -127,7 +128,7 @@ def test_results_hold_per_rank_and_aggregate_statistics(variant):
         assert "forward" in mpi["per_rank"][r]["phases"]
     steps = mpi["per_iteration"]
     assert [s["index"] for s in steps] == list(range(1, ITERATIONS + 1))
-    timed = [it for it in variant["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(variant) if it["kind"] == "timed"]
     for s in steps:
         both = [it["seconds"] for it in timed if it["index"] == s["index"]]
         assert s["step_seconds"] == max(both)

@@ -17,6 +17,7 @@ import pytest
 from conftest import FAST
 from couplescope.backends import native
 from couplescope.protocol.spec import RunSpec
+from couplescope.results.saved import iteration_records as records
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +52,7 @@ def test_both_hosts_pass_and_say_which_they_are(cli, tmp_path, built):
         if v["spec"]["host"] == "native":
             assert v["host_build"]["status"] in ("built", "cached")
             # timed in C++: the phases are the host's own and sum to at most the whole call
-            for it in v["iterations"]:
+            for it in records(v):
                 assert "marshal_in" in it["phases"] and 0 < sum(it["phases"].values()) <= it["seconds"] * 1.0001
 
 
@@ -61,7 +62,7 @@ def test_every_iteration_is_checked_in_batches(cli, tmp_path, built):
             "--telemetry-hz", "0", "--quiet", "--export", tmp_path / "runs")
     assert r.returncode == 0, r.stderr
     [v] = results(tmp_path / "runs")["variants"]
-    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(v) if it["kind"] == "timed"]
     assert [it["index"] for it in timed] == list(range(1, 3001))
     assert all(it["passed"] and it["max_rel_error"] == 0.0 for it in timed)
 
@@ -183,7 +184,7 @@ def test_a_single_wrong_call_in_a_batch_is_caught(cli, tmp_path):
             "--quiet", "--export", tmp_path / "runs")
     assert r.returncode == 1, r.stderr
     [v] = results(tmp_path / "runs")["variants"]
-    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(v) if it["kind"] == "timed"]
     assert len(timed) == 1500
     assert [it["index"] for it in timed if not it["passed"]] == [700]
     assert "FAILED :: [check iteration 700 " in r.stdout
@@ -232,7 +233,7 @@ def test_a_training_step_holds_its_phases_and_nothing_between_steps(cli, tmp_pat
         "--profile-iterations", "2", "--telemetry-hz", "0", "--quiet", "--export", tmp_path / "runs")
     [v] = results(tmp_path / "runs")["variants"]
     assert v["training"]["gradient_check"]["passed"]
-    steps = v["iterations"]
+    steps = records(v)
     assert len([it for it in steps if it["kind"] == "timed"]) == 200
     for it in steps:
         assert set(it["phases"]) == {"zero_grad", "forward", "loss", "backward", "step"}

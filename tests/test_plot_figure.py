@@ -273,10 +273,12 @@ def test_two_runs_of_one_sweep_draw_a_line_each_named_by_its_run():
 def test_a_training_run_gets_a_loss_panel_on_a_log_axis():
     doc = copy.deepcopy(document("two-backends"))
     for v in doc["variants"]:
-        for k, it in enumerate(v["iterations"]):
-            it["loss"] = 0.5 ** k
-        timed = [it for it in v["iterations"] if it["kind"] == "timed"]
-        timed[-1]["loss"] = "nan"   # a step whose loss was not finite ends the line
+        k = 0
+        for block in v["iterations"]:   # (results/call_columns.py's blocks)
+            block["loss"] = [0.5 ** (k + i) for i in range(len(block["ns"]))]
+            k += len(block["ns"])
+        timed = [block for block in v["iterations"] if block["kind"] == "timed"]
+        timed[-1]["loss"][-1] = "nan"   # a step whose loss was not finite ends the line
     fig = plots.figure([doc])
     ax = next(ax for ax in fig.axes if ax.get_title().startswith("loss per training step"))
     assert ax.get_yscale() == "log"

@@ -24,6 +24,7 @@ from couplescope.core.session import Listener
 from couplescope.protocol.spec import RunSpec
 from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.worker.trace_summary import self_times, summarize_events, summarize_files
+from couplescope.results.saved import iteration_records as records
 
 VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
 TIMED, PROFILED = 4, 3
@@ -63,11 +64,11 @@ def test_profiled_iterations_are_reported_but_never_in_the_statistics(run):
     _, results, _ = run
     for name in VARIANTS:
         v = variant(results, name)
-        kinds = [it["kind"] for it in v["iterations"]]
+        kinds = [it["kind"] for it in records(v)]
         assert kinds == ["warmup"] + ["timed"] * TIMED + ["profiled"] * PROFILED
-        profiled = [it for it in v["iterations"] if it["kind"] == "profiled"]
+        profiled = [it for it in records(v) if it["kind"] == "profiled"]
         assert all(it["profiled"] and it["passed"] for it in profiled)
-        timed = [it["seconds"] for it in v["iterations"] if it["kind"] == "timed"]
+        timed = [it["seconds"] for it in records(v) if it["kind"] == "timed"]
         assert v["stats"]["n"] == TIMED
         assert v["stats"]["median"] == pytest.approx(statistics.median(timed))
         assert v["stats"]["max"] == max(timed)  # a slower profiled iteration would show here
@@ -132,7 +133,7 @@ def test_scalars_hold_every_iteration(run):
         acc = EventAccumulator(os.path.join(run_dir, "traces", name))
         acc.Reload()
         timed = [s.value for s in acc.Scalars("iteration_seconds/timed")]
-        expected = [it["seconds"] for it in variant(results, name)["iterations"] if it["kind"] == "timed"]
+        expected = [it["seconds"] for it in records(variant(results, name)) if it["kind"] == "timed"]
         assert timed == pytest.approx(expected, rel=1e-6)   # float32 in the event file
         assert len(acc.Scalars("iteration_seconds/profiled")) == PROFILED
         assert len(acc.Scalars("phase_seconds/forward")) == 1 + TIMED + PROFILED
@@ -253,12 +254,12 @@ def test_operator_budget_shortens_or_skips_the_window(tmp_path):
     doc = run_specs(specs)
     skipped, shortened = doc["variants"]
     assert skipped["profile"]["status"] == "skipped"
-    assert not [it for it in skipped["iterations"] if it["kind"] == "profiled"]
+    assert not [it for it in records(skipped) if it["kind"] == "profiled"]
     assert any("profiling skipped" in d["message"] for d in skipped["diagnostics"])
     assert skipped["stats"]["n"] == 2 and skipped["status"] == "finished"
     assert shortened["profile"]["status"] == "ok"
     assert shortened["profile"]["recorded_iterations"] == 1 and shortened["profile"]["reduced_from"] == 2
-    assert len([it for it in shortened["iterations"] if it["kind"] == "profiled"]) == 2
+    assert len([it for it in records(shortened) if it["kind"] == "profiled"]) == 2
     assert 1000 < shortened["profile"]["operators_per_iteration"] <= 2500
     assert shortened["trace_summary"]["iterations"] == 1
 
@@ -283,7 +284,7 @@ def test_profile_iterations_zero_turns_profiling_off(tmp_path):
 
     (v,) = run_specs([RunSpec(model="simplenet", iterations=2, profile_iterations=0)])["variants"]
     assert "profile" not in v and "trace_summary" not in v
-    assert [it["kind"] for it in v["iterations"]] == ["warmup", "timed", "timed"]
+    assert [it["kind"] for it in records(v)] == ["warmup", "timed", "timed"]
 
 
 def test_unwritable_export_directory_exits_2_and_writes_nothing(cli, tmp_path):

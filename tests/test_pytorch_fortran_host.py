@@ -24,6 +24,7 @@ from couplescope.backends.hosts import pytorch_fortran as pytorch_fortran_host
 from couplescope.backends.hosts.driver import pytorch_fortran_program as program
 from couplescope.backends.hosts.driver.pytorch_fortran_install import find_configs, why_not_found
 from couplescope.protocol.spec import RunSpec
+from couplescope.results.saved import iteration_records as records
 
 PYTORCH_FORTRAN = os.environ.get("COUPLESCOPE_PYTORCH_FORTRAN_DIR", "")
 needs_pytorch_fortran = pytest.mark.skipif(
@@ -190,13 +191,15 @@ def test_a_phase_one_host_does_not_make_is_a_dash_beside_the_other_hosts_phases(
     phase, and the whole call still compares, paired by round."""
     from couplescope.frontends.cli.host_phases import host_phase_table
     from couplescope.results.builder import VariantResult
+    from couplescope.results.call_columns import CallColumns
     from couplescope.results.phase_pairs import host_comparison
 
     def variant(name, host, phases):
         v = VariantResult(name)
         v.spec = {"model": "simplenet", "task": "train", "host": host, "name": name}
-        v.iterations = [{"kind": "timed", "round": r, "seconds": sum(phases.values()) * (1 + r / 100),
-                         "phases": phases} for r in (1, 2, 3) for _ in range(3)]
+        v.calls = CallColumns.of_records(
+            {"kind": "timed", "index": 3 * (r - 1) + i + 1, "round": r, "seconds": sum(phases.values()) * (1 + r / 100),
+             "phases": phases, "max_rel_error": 0.0, "passed": True, "error": None} for r in (1, 2, 3) for i in range(3))
         return v
 
     native = variant("replica", "native", {"zero_grad": 1e-6, "forward": 17e-6, "loss": 15e-6,
@@ -331,7 +334,7 @@ def test_training_through_the_users_pytorch_fortran_checks_its_first_step_and_le
     check = training["gradient_check"]
     assert check["passed"] and check["max_rel_error"] <= 1e-4 and "gradients not compared" in check["message"]
     assert training["final_check"]["passed"], training["final_check"]
-    losses = [it["loss"] for it in variant["iterations"]]
+    losses = [it["loss"] for it in records(variant)]
     assert losses[-1] < 1e-3 * losses[0]
     assert set(variant["phases"]) == {"train"} and variant["phases"]["train"]["median"] > 0
 

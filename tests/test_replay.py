@@ -14,6 +14,7 @@ from couplescope.core import pipeline, replay
 from couplescope.core.request import RunRequest
 from couplescope.frontends.cli.printer import HeadlessPrinter
 from couplescope.protocol import events
+from couplescope.results.saved import iteration_records as records
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 NAMES = ("two-backends", "layout-c", "mpi", "telemetry", "dies", "compiled", "nodes", "many-ranks")
@@ -151,7 +152,7 @@ def test_many_ranks_print_a_check_line_per_step_and_keep_every_call():
     assert "1 more check PASSED (--verbose prints every one)" in out
     assert "check iteration 1 on rank" not in out
     (v,) = outcome.builder.document()["variants"]
-    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(v) if it["kind"] == "timed"]
     assert sorted((it["rank"], it["index"]) for it in timed) == [(r, i) for r in range(10) for i in range(1, 7)]
     assert v["stats"]["n"] == 6 and v["mpi"]["ranks"] == 10 and "iterations_kept" not in v
 
@@ -162,7 +163,7 @@ def test_results_json_keeps_each_step_s_slowest_call_past_its_bound(monkeypatch)
     monkeypatch.setattr(builder_mod, "RANKED_CALLS_KEPT", 20)
     outcome, _, _ = replay_run("many-ranks")
     (v,) = outcome.builder.document()["variants"]
-    timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(v) if it["kind"] == "timed"]
     assert [it["index"] for it in timed] == [1, 2, 3, 4, 5, 6]
     assert v["iterations_kept"].startswith("each step's slowest rank: 7 of 70 calls")
     steps = {row["index"]: row for row in v["mpi"]["per_iteration"]}

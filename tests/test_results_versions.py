@@ -19,6 +19,8 @@ import pytest
 
 from couplescope.protocol import option, options
 from couplescope.results import regression, saved, sweeps
+from couplescope.results.builder import SCHEMA_VERSION
+from couplescope.results.call_columns import CallColumns
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-ad75b4d.json")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -43,10 +45,13 @@ def new_option(monkeypatch):
 
 def written_later(document: dict, size: int | None = None, **spec) -> dict:
     """The fixture's run as a later version writes it: every spec with the keys that
-    version has (`spec`), the model at `size`."""
+    version has (`spec`), the model at `size`, the calls in this version's blocks of
+    columns (schema 2: results/call_columns.py)."""
     later = copy.deepcopy(document)
+    later["schema"] = SCHEMA_VERSION
     for v in later["variants"]:
         v["spec"].update(spec)
+        v["iterations"] = CallColumns.of_document(v).document()
         if size is not None:
             v["model"]["size"] = v["spec"]["size"] = size
     return later
@@ -57,6 +62,22 @@ def test_the_old_results_document_loads():
     assert [v["name"] for v in doc["variants"]] == ["simplenet-torchscript", "simplenet-bridge-torchscript"]
     assert all(len(saved.timed_seconds(v)) == 20 for v in doc["variants"])
     assert doc["rounds"]["rounds"] == 2
+
+
+def test_the_old_documents_calls_read_back_call_by_call_from_its_records_and_as_blocks():
+    """Schema 1 listed a record per call; read as this version's blocks and back, each
+    call is the same (its seconds to the nanosecond the blocks keep)."""
+    doc = old()
+    later = written_later(doc)
+    for v, w in zip(doc["variants"], later["variants"]):
+        listed = v["iterations"]
+        assert len(w["iterations"]) < len(listed) == 1 + 20 + 3   # a block per kind and round
+        for read in (saved.iteration_records(v), saved.iteration_records(w)):
+            assert [(r["index"], r["kind"], r.get("round"), r["passed"]) for r in read] == \
+                [(r["index"], r["kind"], r.get("round"), r["passed"]) for r in listed]
+            assert all(abs(a["seconds"] - b["seconds"]) <= 0.5e-9 and a["phases"].keys() == b["phases"].keys()
+                       for a, b in zip(read, listed))
+        assert saved.timed_seconds(w) == pytest.approx(saved.timed_seconds(v), abs=0.5e-9)
 
 
 def test_an_option_added_later_splits_no_series(new_option):

@@ -18,6 +18,7 @@ from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.spec import RunSpec
 from couplescope.results import noise, paired
+from couplescope.results.saved import iteration_records as records
 
 A = RunSpec(model="simplenet", backend="torchscript", host="python", warmup=1, iterations=12,
             profile_iterations=1, name="a")
@@ -98,12 +99,12 @@ def test_a_run_in_rounds_records_its_order_and_each_calls_round(tmp_path):
     doc = json.loads((tmp_path / outcome.run_directory.split("/")[-1] / "results.json").read_text())
     assert doc["rounds"]["orders"] == plan_ev.orders and doc["rounds"]["seed"] == 11
     for v in doc["variants"]:
-        timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+        timed = [it for it in records(v) if it["kind"] == "timed"]
         assert [it["index"] for it in timed] == list(range(1, 13))   # numbered on across rounds
         assert [it["round"] for it in timed] == [1] * 3 + [2] * 3 + [3] * 3 + [4] * 3
         assert [r["position"] for r in v["rounds"]] == [o.index(v["name"]) + 1 for o in planned.orders]
         assert [r["n"] for r in v["rounds"]] == [3, 3, 3, 3]
-        assert sum(1 for it in v["iterations"] if it["kind"] == "warmup") == 1   # warmed up once
+        assert sum(1 for it in records(v) if it["kind"] == "warmup") == 1   # warmed up once
     assert "interleaved: 4 rounds" in out and "-- b: round 2/4, 3 iterations --" in out
     # results.json is the events' own: rebuilt from events.jsonl alone, rounds and all
     rebuilt = replay.document(recorded, doc["title"])
@@ -166,7 +167,7 @@ def _times(times_by_round: dict[str, list[float]]):
             if ev.event == "iterations" and ev.kind == "timed":
                 seconds = times_by_round[spec.label][round_number - 1]
                 ev = events.make("iterations", spec.label, **{**{k: ev[k] for k in ev if k not in ("event", "t", "variant")},
-                                                              "seconds": [seconds] * len(ev["seconds"])})
+                                                              "ns": [round(seconds * 1e9)] * ev.count})
             if ev.event == "round_finished":
                 round_number += 1
             out.append(ev)
@@ -250,7 +251,7 @@ def test_a_variant_that_fails_in_round_2_ends_there_keeping_rounds_1_and_2(tmp_p
     doc = outcome.document()
     a, b = (next(v for v in doc["variants"] if v["name"] == n) for n in ("a", "b"))
     assert b["verdict"] == "error" and a["verdict"] == "passed"
-    assert [it["round"] for it in b["iterations"] if it["kind"] == "timed"] == [1, 1, 1, 2]
+    assert [it["round"] for it in records(b) if it["kind"] == "timed"] == [1, 1, 1, 2]
     assert [r["round"] for r in b["rounds"]] == [1, 2]           # never started again
     assert [r["n"] for r in a["rounds"]] == [3, 3, 3, 3]          # the others go on
     if crash:

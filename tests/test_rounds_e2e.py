@@ -12,6 +12,7 @@ import pytest
 from test_endings import QUIET, assert_nothing_left, ended, family, start, wait_for
 
 from couplescope.protocol import events
+from couplescope.results.saved import iteration_records as records
 
 pytestmark = pytest.mark.e2e
 
@@ -32,9 +33,9 @@ def test_each_worker_starts_once_warms_up_once_and_numbers_its_calls_on(cli, tmp
     for v in doc["variants"]:
         started = [ev for ev in recorded if ev.event == "run_started" and ev.variant == v["name"]]
         assert len(started) == 1, "one worker per variant, whatever the rounds"
-        kinds = [it["kind"] for it in v["iterations"]]
+        kinds = [it["kind"] for it in records(v)]
         assert kinds.count("warmup") == 2
-        timed = [it for it in v["iterations"] if it["kind"] == "timed"]
+        timed = [it for it in records(v) if it["kind"] == "timed"]
         assert [it["index"] for it in timed] == [1, 2, 3, 4, 5, 6]
         assert [it["round"] for it in timed] == [1, 1, 2, 2, 3, 3]
         assert [r["n"] for r in v["rounds"]] == [2, 2, 2]
@@ -56,7 +57,7 @@ def test_mpi_ranks_take_their_rounds_from_rank_0(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(open(os.path.join(run_dir(runs), "results.json")).read())
     mpi = next(v for v in doc["variants"] if v["spec"]["backend"] == "mpi")
-    timed = [it for it in mpi["iterations"] if it["kind"] == "timed"]
+    timed = [it for it in records(mpi) if it["kind"] == "timed"]
     assert sorted({(it["rank"], it["index"], it["round"]) for it in timed}) == \
         [(r, i, (i + 1) // 2) for r in (0, 1) for i in (1, 2, 3, 4)]
     assert mpi["verdict"] == "passed"
@@ -87,6 +88,6 @@ def test_a_run_stopped_in_its_rounds_keeps_them_and_leaves_nothing(tmp_path, to)
     for v in doc["variants"]:
         assert v["verdict"] == "stopped", (v["name"], v["verdict"], v["error"])
         assert [r["round"] for r in v["rounds"]][:2] == [1, 2]
-        assert v["stats"]["n"] == sum(1 for it in v["iterations"] if it["kind"] == "timed") > 0
+        assert v["stats"]["n"] == sum(1 for it in records(v) if it["kind"] == "timed") > 0
     assert "comparison (overhead" in out
     assert_nothing_left(processes, tmp_path)

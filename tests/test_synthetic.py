@@ -20,6 +20,7 @@ from couplescope.core.workers import WorkerHandle, Workers
 from couplescope.frontends.cli.printer import HeadlessPrinter
 from couplescope.protocol import contract, events
 from couplescope.protocol.spec import RunSpec
+from couplescope.results.saved import iteration_records as records
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -82,7 +83,7 @@ def test_a_multi_process_variant_reports_per_rank_without_mpi():
     assert outcome.exit_code == 0
     assert "per rank (timed iterations):" in out and "load imbalance" in out
     (v,) = outcome.builder.document()["variants"]
-    assert v["stats"]["n"] == 4 and len(v["iterations"]) == 3 * 5
+    assert v["stats"]["n"] == 4 and len(records(v)) == 3 * 5
     assert sorted(v["mpi"]["per_rank"]) == ["0", "1", "2"]
 
 
@@ -266,7 +267,7 @@ def test_a_signal_in_the_middle_of_a_run_is_its_exit_code():
                            [TermAtTheTimedCalls()], workers=synthetic.SyntheticWorkers())
     assert outcome.exit_code == 143
     (v,) = outcome.builder.document()["variants"]
-    assert v["verdict"] == "stopped" and len(v["iterations"]) == 2 + 7   # the warm-up and the timed batch
+    assert v["verdict"] == "stopped" and len(records(v)) == 2 + 7   # the warm-up and the timed batch
 
 
 def test_the_synthetic_and_replay_modules_import_no_torch():

@@ -14,6 +14,7 @@ from couplescope.backends import native
 from couplescope.workloads.learning_tasks import LossHistory, SyntheticTarget
 from conftest import FAST
 from coupling_matrix import hosts_for
+from couplescope.results.saved import iteration_records as records
 
 needs_native = pytest.mark.skipif(native.unavailable() is not None,
                                   reason=f"the native host cannot be built here: {native.unavailable()}")
@@ -40,7 +41,7 @@ def test_simplenet_learns_example_11s_shift_on_every_host(cli, host):
     final = training["final_check"]
     assert final["passed"] and final["max_rel_error"] <= 1e-3 and final["tolerance"] == 1e-3
     assert "PASSED :: [training] relative tolerance = 0.1000E-02" in r.stderr
-    losses = [it["loss"] for it in v["iterations"]]
+    losses = [it["loss"] for it in records(v)]
     assert len(losses) == 10001 and losses[-1] < 1e-3 * losses[0]
     phases = v["phases"]
     # pytorch-fortran's train makes the whole step in one call, which cannot be split
@@ -66,7 +67,7 @@ def test_a_fused_loss_learns_the_shift_as_the_operators_do(cli, train_call, back
     training = v["training"]
     assert training["train_call"] == train_call and training["gradient_check"]["passed"], training
     assert training["final_check"]["passed"] and v["phases"]["loss"]["median"] > 0
-    losses = [it["loss"] for it in v["iterations"]]
+    losses = [it["loss"] for it in records(v)]
     assert len(losses) == 10001 and losses[-1] < 1e-3 * losses[0]
     said = {"ftorch-mse": "mse loss (FTorch's torch_loss_mse)", "pytorch-fortran": "mse loss (pytorch-fortran's train)"}
     assert said[train_call] in r.stderr
@@ -83,7 +84,7 @@ def test_the_bridge_trains_through_its_train_function(cli, host):
     assert v["training"]["gradient_check"]["passed"]
     assert v["training"]["final_check"]["passed"] is None and r.returncode == 0
     assert v["training"]["final_check"]["message"].startswith("not judged: 31 of the ~10 000 steps")
-    assert all(np.isfinite(it["loss"]) for it in v["iterations"])
+    assert all(np.isfinite(it["loss"]) for it in records(v))
     assert {"zero_grad", "forward", "loss", "backward", "step"} <= set(v["phases"])
 
 
@@ -107,9 +108,9 @@ def test_a_diverging_run_ends_failed_naming_the_step(cli):
     v = json.loads(r.stdout)["variants"][0]
     assert v["verdict"] == "failed" and v["status"] == "failed"
     assert "training diverged" in v["error"] and "timed step" in v["error"]
-    bad = [it for it in v["iterations"] if not it["passed"]]
+    bad = [it for it in records(v) if not it["passed"]]
     assert bad and not np.isfinite(float(bad[0]["loss"]))
-    assert len(v["iterations"]) < 1000   # it stopped at the step, not after all of them
+    assert len(records(v)) < 1000   # it stopped at the step, not after all of them
 
 
 @pytest.mark.e2e
@@ -196,7 +197,7 @@ def test_a_user_bridge_module_trains_toward_its_make_targets(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)["variants"][0]
     assert v["training"]["task"] == "the module's make_targets(inputs)"
-    losses = [it["loss"] for it in v["iterations"]]
+    losses = [it["loss"] for it in records(v)]
     assert losses[-1] < losses[0]   # toward 0.5 everywhere
 
 
@@ -217,7 +218,7 @@ def test_two_ranks_train_with_averaged_gradients_and_identical_weights(cli):
             "--warmup", "1", "--iterations", "200", *QUIET, "--json", timeout=600)
     v = json.loads(r.stdout)["variants"][0]
     assert v["training"]["gradient_check"]["passed"]    # against an averaged eager reference
-    ranked = [it for it in v["iterations"] if "rank" in it]
+    ranked = [it for it in records(v) if "rank" in it]
     assert {it["rank"] for it in ranked} == {0, 1}
     assert all(it["passed"] for it in ranked)            # the same weights on both ranks, every step
     assert v["phases"]["allreduce"]["median"] > 0
@@ -238,7 +239,7 @@ def test_ranks_that_do_not_average_fail_the_same_weights_check(cli, tmp_path):
             "--json", timeout=600)
     assert r.returncode == 1
     v = json.loads(r.stdout)["variants"][0]
-    failed = [it for it in v["iterations"] if not it["passed"]]
+    failed = [it for it in records(v) if not it["passed"]]
     assert failed and "hold different weights from rank 0" in failed[0]["error"]
 
 

@@ -16,6 +16,7 @@ import pytest
 from couplescope.backends import native
 from couplescope.core import request
 from couplescope.workloads import catalogue
+from couplescope.results.saved import iteration_records as records
 
 needs_native = pytest.mark.skipif(native.unavailable() is not None,
                                   reason=f"the native host cannot be built here: {native.unavailable()}")
@@ -101,7 +102,7 @@ def test_ftorch_benchmarks_cgdrag_file_trains(cli, host):
     training = v["training"]
     assert training["gradient_check"]["passed"] is True, training["gradient_check"]
     assert training["gradient_check"]["max_rel_error"] <= 1e-9
-    losses = [it["loss"] for it in v["iterations"]]
+    losses = [it["loss"] for it in records(v)]
     assert len(losses) == 3 and all(np.isfinite(losses))
     assert {"zero_grad", "forward", "loss", "backward", "step"} <= set(v["phases"])
 
@@ -150,10 +151,10 @@ def test_a_pytorch_fortran_style_module_trains_through_the_bridge(cli, tmp_path,
     training = v["training"]
     # done honoured: its 16th train call (timed step 15) said done, and no step came after it
     assert training["done_at"] == {"kind": "timed", "index": 15, "honoured": True}
-    assert [it["index"] for it in v["iterations"] if it["kind"] == "timed"] == list(range(1, 16))
+    assert [it["index"] for it in records(v) if it["kind"] == "timed"] == list(range(1, 16))
     assert "the module said done (training complete) at timed step 15; no step was made after it" in r.stderr
     # the checks that need no reference: finite losses, the loss going down
-    assert all(np.isfinite(it["loss"]) for it in v["iterations"])
+    assert all(np.isfinite(it["loss"]) for it in records(v))
     final = training["final_check"]
     assert final["check"] == "loss went down" and final["passed"] is True
     assert final["last_loss"] < final["first_loss"]

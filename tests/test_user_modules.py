@@ -9,6 +9,7 @@ import pytest
 
 from conftest import FAST
 from fixtures.record import DIES
+from couplescope.results.saved import iteration_records as records
 
 pytestmark = pytest.mark.e2e
 
@@ -70,7 +71,7 @@ def test_a_module_that_exits_says_how_far_it_got_and_keeps_its_warmup(cli, tmp_p
     assert "warm-up: 2 iteration(s)" in r.stdout and "checks passed" in r.stdout
     doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     v = doc["variants"][0]
-    assert v["verdict"] == "error" and [it["kind"] for it in v["iterations"]] == ["warmup", "warmup"]
+    assert v["verdict"] == "error" and [it["kind"] for it in records(v)] == ["warmup", "warmup"]
 
 
 def test_torchscript_variants_are_marked_as_such(cli):

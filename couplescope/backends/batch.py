@@ -37,6 +37,8 @@ from time import perf_counter
 
 import numpy as np
 
+from couplescope.protocol.columns import to_ns
+
 BATCH_SECONDS = 0.1
 MAX_BATCH = 1000
 MAX_SNAPSHOT_BYTES = 64 * 2**20
@@ -47,8 +49,8 @@ class Batch:
     and reports as one `iterations` event without a Python object per call (for a
     microsecond model, a dict or a tuple per call cost more than the call).
 
-    seconds    each call's time
-    phases     phase name -> each call's time in it (None where the call had none)
+    ns         each call's time, in whole nanoseconds (couplescope.protocol.columns says why)
+    phases_ns  phase name -> each call's time in it, in nanoseconds (None where the call had none)
     errors     each call's output error (None when it wrote its outputs), or None for a
                batch in which every call wrote them
     losses     each training step's loss, or None (inference)
@@ -58,16 +60,16 @@ class Batch:
     failure    None, or (message, seconds) of the call that raised and ended the batch
     """
 
-    __slots__ = ("seconds", "phases", "errors", "losses", "done", "same", "failure", "_runner")
+    __slots__ = ("ns", "phases_ns", "errors", "losses", "done", "same", "failure", "_runner")
 
-    def __init__(self, runner, seconds, phases, errors, losses, done, same, failure) -> None:
+    def __init__(self, runner, ns, phases_ns, errors, losses, done, same, failure) -> None:
         self._runner = runner
-        self.seconds, self.phases, self.errors, self.losses = seconds, phases, errors, losses
+        self.ns, self.phases_ns, self.errors, self.losses = ns, phases_ns, errors, losses
         self.done = done
         self.same, self.failure = same, failure
 
     def __len__(self) -> int:
-        return len(self.seconds)
+        return len(self.ns)
 
     def outputs(self, i: int) -> dict:
         """Call i's outputs: views of its snapshot (valid until the next batch)."""
@@ -77,18 +79,18 @@ class Batch:
 
 
 def columns_of(raw: list) -> tuple[list, dict, list | None, list | None, int | None]:
-    """(seconds, phase columns, output errors or None, losses or None, the position of the
-    first step that said done or None) of calls made one by one: [(seconds, phases,
-    output_error, extra)], extra holding a training step's loss and its done."""
-    seconds = [r[0] for r in raw]
+    """(nanoseconds, phase columns in nanoseconds, output errors or None, losses or None,
+    the position of the first step that said done or None) of calls made one by one:
+    [(seconds, phases, output_error, extra)], extra holding a training step's loss and its done."""
+    ns = to_ns([r[0] for r in raw])
     names: list[str] = []
     for r in raw:
         names.extend(n for n in r[1] if n not in names)
-    phases = {n: [r[1].get(n) for r in raw] for n in names}
+    phases = {n: to_ns([r[1].get(n) for r in raw]) for n in names}
     errors = [r[2] or None for r in raw]
     losses = [r[3]["loss"] for r in raw] if any("loss" in r[3] for r in raw) else None
     done = next((i for i, r in enumerate(raw) if r[3].get("done")), None)
-    return seconds, phases, (errors if any(errors) else None), losses, done
+    return ns, phases, (errors if any(errors) else None), losses, done
 
 
 class BatchRunner:
@@ -120,18 +122,18 @@ class BatchRunner:
         return max(1, min(remaining, self.capacity, int(BATCH_SECONDS / max(self.per_call, 1e-9))))
 
     def _calls(self, count: int, stop) -> tuple[tuple, tuple | None]:
-        """Make up to `count` calls into the snapshots: ((seconds, phase columns, output
-        errors or None, losses or None, done or None), failure or None), as `columns_of`
-        gives them. Stop early when `stop()` is true or after BATCH_SECONDS."""
+        """Make up to `count` calls into the snapshots: ((nanoseconds, phase columns in
+        nanoseconds, output errors or None, losses or None, done or None), failure or None),
+        as `columns_of` gives them. Stop early when `stop()` is true or after BATCH_SECONDS."""
         raise NotImplementedError
 
     def run(self, count: int, stop=lambda: False) -> Batch:
         """Make up to `count` calls. The batch's `same` says which calls' outputs are
         byte-identical to those of the call `judge()` last recorded (so is their check)."""
-        (seconds, phases, errors, losses, done), failure = self._calls(count, stop)
-        if seconds:
-            self.per_call = sorted(seconds)[len(seconds) // 2]
-        return Batch(self, seconds, phases, errors, losses, done, self._same_as_judged(len(seconds)), failure)
+        (ns, phases, errors, losses, done), failure = self._calls(count, stop)
+        if ns:
+            self.per_call = sorted(ns)[len(ns) // 2] / 1e9
+        return Batch(self, ns, phases, errors, losses, done, self._same_as_judged(len(ns)), failure)
 
     def judge(self, index: int, result) -> None:
         """Remember the check result of the batch's call `index` (its snapshot and the

@@ -32,7 +32,7 @@ class Session:
         self.workers: Workers = workers if workers is not None else LiveWorkers()
         #: interleaved rounds (couplescope.core.rounds.RoundPlan), None: each variant in turn
         self.plan = plan
-        self.builder = ResultsBuilder(title, keep_text=True)   # its document is written
+        self.builder = ResultsBuilder(title)
         self._stop = threading.Event()
         self._live: dict[str, WorkerHandle] = {}   # variant -> its worker, while it runs
         self._lock = threading.Lock()
@@ -101,9 +101,9 @@ class Session:
         variant = self.builder.variants.get(spec.label)
         if variant is None or variant.load_seconds is None:
             return "before its model loaded"
-        if not variant.iterations:
+        last = variant.calls.last_call()
+        if last is None:
             return "after loading its model, before its first call"
-        last = variant.iterations[-1]
         kind = {"warmup": "warm-up", "timed": "timed", "profiled": "profiled"}.get(last["kind"], last["kind"])
         where = f" (round {last['round']})" if last.get("round") else ""
         return f"after {kind} iteration {last['index']}{where}"

@@ -28,7 +28,7 @@ import time
 import zlib
 
 from couplescope.core.replay import PlayedWorker
-from couplescope.protocol import events
+from couplescope.protocol import columns, events
 
 #: the phases a synthetic call is split into (shares of the call)
 PHASES = {"marshal_in": 0.1, "forward": 0.8, "marshal_out": 0.1}
@@ -81,7 +81,7 @@ def events_for(spec, seconds: float = 1e-3, processes: int | None = None, shares
                     for i in range(first, first + count) for r in range(processes)]
         if count:           # one batch, as the native host reports them
             records = [{"index": i, **call()} for i in range(first, first + count)]
-            return [events.make("iterations", name, **events.iteration_columns(kind, first, records))]
+            return [events.make("iterations", name, **columns.iteration_columns(kind, first, records))]
         return []
 
     played += calls("warmup", 1, spec.warmup)

@@ -66,7 +66,7 @@ def entries(documents: list[dict]) -> list[Entry]:
             steps = saved.timed_steps(v)
             if not steps:
                 continue
-            warm = [it["seconds"] for it in v.get("iterations", []) if it.get("kind") == "warmup"]
+            warm = [it["seconds"] for it in saved.iteration_records(v) if it["kind"] == "warmup"]
             label = v["name"] if len(documents) == 1 else f"{run_label}: {v['name']}"
             out.append(Entry(label, v, doc.get("environment") or {}, steps, warm[0] if warm else None,
                              run=run_label))
@@ -231,7 +231,7 @@ def _loss_lines(items: list[Entry]) -> list[dict]:
     under MPI), for the loss panel; empty when nothing trained."""
     lines = []
     for e in items:
-        measured = [it for it in e.variant.get("iterations", [])
+        measured = [it for it in saved.iteration_records(e.variant)
                     if it.get("loss") is not None and it.get("kind") in ("warmup", "timed")
                     and it.get("rank") in (None, 0)]
         if not measured:

@@ -17,7 +17,7 @@ from couplescope.export.disk_full import RESERVE_BYTES, EventsFile, Reserve, rem
 from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
-from couplescope.results.iteration_text import readable_json
+from couplescope.results.document_text import readable_json
 
 DEFAULT_PARENT = "couplescope-runs"
 

@@ -27,7 +27,7 @@ class SummaryPlot(Listener):
         if any(v.status == "interrupted" for v in builder.variants.values()):
             self.error = "not drawn: the run was interrupted"
             return
-        if not any(v.timed for v in builder.variants.values()):
+        if not any(v.calls.of_kind("timed") for v in builder.variants.values()):
             return
         from couplescope.export import plots
 

@@ -19,6 +19,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from couplescope.protocol import columns
+
 
 @dataclass(frozen=True)
 class EventType:
@@ -26,6 +28,7 @@ class EventType:
     doc: str
     fields: dict                      # field -> one-line meaning (required)
     optional: dict                    # field -> one-line meaning (present in some runs)
+    one_of: tuple = ()                # optional fields of which every event holds one
 
 
 EVENTS: dict[str, EventType] = {
@@ -72,15 +75,20 @@ EVENTS: dict[str, EventType] = {
         {"rank": "the rank that made the call (multi-process variants)",
          "loss": "--task train: the step's loss (the mean over the iteration's calls)"}),
     "iterations": EventType(
-        "worker", "consecutive calls of one kind, measured back to back by the native host and "
-                  "each checked, as columns (one event per batch instead of one per call); or one "
+        "worker", "consecutive calls of one kind, measured back to back by a host and each "
+                  "checked, as columns (one event per batch instead of one per call); or one "
                   "rank's consecutive calls, sent together by rank 0 of a multi-process variant",
         {"kind": "warmup, timed or profiled", "first_index": "index of the first call (1-based)",
-         "seconds": "the whole call, per call", "phases": "phase -> seconds per call (null: absent)",
-         "max_rel_error": "the check's error per call (NaN and inf as strings)",
-         "passed": "the check passed, per call", "error": "why each call failed (or null)"},
-        {"rank": "the rank that made the calls (multi-process variants)",
-         "loss": "--task train: each step's loss"}),
+         "max_rel_error": "the check's error per call, or one value for every call (NaN and inf as strings)",
+         "passed": "the check passed, per call or one value for every call",
+         "error": "why each call failed (or null), per call or one value for every call"},
+        {"ns": "the whole call, per call, in integer nanoseconds (this version's workers)",
+         "phases_ns": "phase -> nanoseconds per call (null: absent) (with ns)",
+         "seconds": "the whole call, per call, in seconds (older workers; a worker gives ns or seconds)",
+         "phases": "phase -> seconds per call (null: absent) (with seconds)",
+         "rank": "the rank that made the calls (multi-process variants)",
+         "loss": "--task train: each step's loss"},
+        one_of=("ns", "seconds")),
     "variant_finished": EventType(
         "worker", "the variant ran to its end",
         {"summary": "what the worker adds to results.json (profile, trace_summary, ranks, training)"}, {}),
@@ -201,8 +209,11 @@ def _generate(event: str, *bases: type) -> type:
     slots = tuple(slot for base in bases for slot in getattr(base, "CACHED", ()))
     namespace = {"__slots__": slots, "__doc__": f"`{event}` ({kind.source}): {kind.doc}.", "EVENT": event,
                  "FIELDS": tuple(kind.fields), "OPTIONAL": tuple(kind.optional)}
-    namespace.update({f: _field(f, True, doc) for f, doc in kind.fields.items()})
-    namespace.update({f: _field(f, False, doc) for f, doc in kind.optional.items()})
+    # a field the added class reads itself (an `iterations` event's columns) keeps its reader
+    namespace.update({f: _field(f, True, doc) for f, doc in kind.fields.items()
+                      if not any(hasattr(base, f) for base in bases)})
+    namespace.update({f: _field(f, False, doc) for f, doc in kind.optional.items()
+                      if not any(hasattr(base, f) for base in bases)})
     name = "".join(part.capitalize() for part in event.split("_"))
     return type(name, (*bases, Event), namespace)
 
@@ -236,8 +247,48 @@ class _Iteration:
 
 
 class _Iterations:
+    """A batch's columns as a consumer reads them, whichever form the worker wrote
+    (couplescope.protocol.columns): seconds and phases in float seconds, the check's
+    columns a value per call. The JSON object itself stays as it was written."""
+
     __slots__ = ()
-    CACHED = ("_calls",)
+    CACHED = ("_calls", "_seconds", "_phases")
+
+    @property
+    def count(self) -> int:
+        """How many calls the batch holds."""
+        return len(self["ns"] if "ns" in self else self["seconds"])
+
+    @property
+    def seconds(self) -> list:
+        """Each call's seconds (made once from `ns`, when first asked)."""
+        try:
+            return self._seconds
+        except AttributeError:
+            self._seconds = columns.to_seconds(self["ns"]) if "ns" in self else self["seconds"]
+            return self._seconds
+
+    @property
+    def phases(self) -> dict:
+        """Phase -> each call's seconds in it (None where the call had none)."""
+        try:
+            return self._phases
+        except AttributeError:
+            self._phases = ({n: columns.to_seconds(c) for n, c in self.get("phases_ns", {}).items()}
+                            if "ns" in self else self["phases"])
+            return self._phases
+
+    @property
+    def max_rel_error(self) -> list:
+        return columns.per_call(self["max_rel_error"], self.count)
+
+    @property
+    def passed(self) -> list:
+        return columns.per_call(self["passed"], self.count)
+
+    @property
+    def error(self) -> list:
+        return columns.per_call(self["error"], self.count)
 
     @property
     def calls(self) -> tuple:
@@ -252,7 +303,7 @@ class _Iterations:
     @property
     def last_index(self) -> int:
         """The index of the batch's last call."""
-        return self["first_index"] + len(self["seconds"]) - 1
+        return self["first_index"] + self.count - 1
 
 
 _ADDED = {"run_started": (_RunStarted,), "iteration": (_Iteration,), "iterations": (_Iterations,)}
@@ -310,6 +361,8 @@ def conforms(event: dict) -> str | None:
     unknown = event.keys() - required - kind.optional.keys()
     if unknown:
         return f"{event['event']} has undocumented {', '.join(sorted(unknown))}"
+    if kind.one_of and not event.keys() & set(kind.one_of):
+        return f"{event['event']} lacks one of {', '.join(kind.one_of)}"
     return None
 
 
@@ -357,26 +410,13 @@ def parse(line: str) -> Event | None:
                 obj[key] = _SPECIAL.get(obj[key], float("nan"))
     elif obj["event"] == "iterations":
         for key in ("max_rel_error", "loss"):
-            if isinstance(obj.get(key), list):
-                obj[key] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e for e in obj[key]]
+            value = obj.get(key)
+            if isinstance(value, list):
+                if str in set(map(type, value)):
+                    obj[key] = [_SPECIAL.get(e, float("nan")) if isinstance(e, str) else e for e in value]
+            elif isinstance(value, str):   # one value for every call
+                obj[key] = _SPECIAL.get(value, float("nan"))
     return CLASSES[obj["event"]](obj)
-
-
-def iteration_columns(kind: str, first_index: int, records: list[dict]) -> dict:
-    """The fields of an `iterations` event from per-call records (index, seconds, phases,
-    max_rel_error, passed, error), in order."""
-    names = []
-    for r in records:
-        names.extend(n for n in r["phases"] if n not in names)
-    columns = {"kind": kind, "first_index": first_index,
-               "seconds": [r["seconds"] for r in records],
-               "phases": {n: [r["phases"].get(n) for r in records] for n in names},
-               "max_rel_error": [r["max_rel_error"] for r in records],
-               "passed": [r["passed"] for r in records],
-               "error": [r["error"] for r in records]}
-    if any("loss" in r for r in records):   # training steps
-        columns["loss"] = [r.get("loss", float("nan")) for r in records]
-    return columns
 
 
 def expand(ev: dict) -> list[dict]:
@@ -388,17 +428,18 @@ def expand(ev: dict) -> list[dict]:
     return list(typed(ev).calls)
 
 
-def _expand(ev: dict) -> list[Event]:
-    phases = ev["phases"]
+def _expand(ev: Iterations) -> list[Event]:
+    phases = ev.phases
     first, kind, base = ev["first_index"], ev["kind"], {"t": ev["t"], "variant": ev["variant"]}
     losses = ev.get("loss")
+    errs, passes, errors = ev.max_rel_error, ev.passed, ev.error
     if ev.get("rank") is not None:
         base["rank"] = ev["rank"]
     return [Iteration({"event": "iteration", **base, "index": first + i, "kind": kind, "seconds": seconds,
                        "phases": {n: v[i] for n, v in phases.items() if v[i] is not None},
-                       "max_rel_error": ev["max_rel_error"][i], "passed": ev["passed"][i],
-                       "error": ev["error"][i], **({"loss": losses[i]} if losses is not None else {})})
-            for i, seconds in enumerate(ev["seconds"])]
+                       "max_rel_error": errs[i], "passed": passes[i],
+                       "error": errors[i], **({"loss": losses[i]} if losses is not None else {})})
+            for i, seconds in enumerate(ev.seconds)]
 
 
 def read_jsonl(path: str) -> list[Event]:

@@ -12,14 +12,17 @@ from __future__ import annotations
 import copy
 import os
 
-from couplescope.protocol import events
+from couplescope.protocol import columns, events
 from couplescope.protocol.contract import exit_code
 from couplescope.results import ranks as rank_stats
 from couplescope.results import stats
-from couplescope.results.iteration_text import batch_texts, compact, json_safe, readable_json
-from couplescope.results.records import batch_records, finite, record
+from couplescope.results.call_columns import CallColumns
+from couplescope.results.document_text import readable_json
 
-SCHEMA_VERSION = 1
+#: 2: a variant's iterations in blocks of columns (results/call_columns.py); 1: a record per call
+SCHEMA_VERSION = 2
+#: the schemas `couplescope.results.saved` reads
+SCHEMAS_READ = (1, 2)
 
 #: rank-tagged calls results.json keeps one by one; past this, each step's slowest rank's
 #: call (events.jsonl keeps every call, and <backend>.per_rank every rank's statistics): 1024
@@ -43,7 +46,8 @@ class VariantResult:
         self.load_seconds = None
         self.compile: dict | None = None   # aoti's or torch.compile's, from model_compiled
         self.model: dict = {}
-        self.iterations: list[dict] = []
+        #: every call, in columns (results/call_columns.py); `iterations` gives a record per call
+        self.calls = CallColumns()
         self.status = "running"   # running | finished | failed | interrupted
         self.error = None
         self.error_kind = None
@@ -61,12 +65,7 @@ class VariantResult:
         self.round_positions: dict[int, int] = {}
         #: per round: [sum, count] of other processes' CPU (percent of a core) in its timed samples
         self.round_load: dict[int, list] = {}
-        self._cache: dict = {}   # figures computed from all the iterations, with their count
-        #: an iteration holds a NaN or an infinity (written as a string in results.json)
-        self.not_finite = False
-        #: each iteration's line of results.json, made as it arrives (ResultsBuilder's
-        #: keep_text), or None
-        self.texts: list[str] | None = None
+        self._cache: dict = {}   # figures computed from all the calls, with their count
 
     @property
     def ranks(self) -> list[dict]:
@@ -75,32 +74,43 @@ class VariantResult:
         return self.summary.get("ranks") or rank_stats.placements(self.rank_info)
 
     @property
+    def iterations(self) -> list[dict]:
+        """Every call as a record (call_columns.CallColumns.records: made when first asked,
+        for the consumers that go call by call; the statistics read the columns)."""
+        return self.calls.records()
+
+    @property
     def timed(self) -> list[dict]:
         return [it for it in self.iterations if it["kind"] == "timed"]
 
     @property
     def steps(self) -> list[dict]:
-        """The timed iterations the headline statistics summarise. Under MPI (records
-        tagged with a rank) that is, per iteration, the slowest rank's record: the step
-        time a simulation sees. Otherwise every timed iteration. Kept until the next
+        """The timed iterations the headline statistics summarise, a record each. Under MPI
+        (records tagged with a rank) that is, per iteration, the slowest rank's record: the
+        step time a simulation sees. Otherwise every timed iteration. Kept until the next
         iteration arrives (with a thousand ranks a variant has a million records, and the
         statistics, warnings, phases and comparison all ask)."""
-        cached = self._cache.get("steps")
-        if cached is None or cached[0] != len(self.iterations):
-            cached = self._cache["steps"] = (len(self.iterations), rank_stats.slowest_per_iteration(self.timed))
-        return cached[1]
+        return self._kept("steps", lambda: rank_stats.slowest_per_iteration(self.timed))
 
-    def kept_iterations(self) -> tuple[list[dict], str | None]:
+    def step_seconds(self) -> list[float]:
+        """The steps' seconds, in order: from the columns, but under MPI (each step's
+        slowest rank)."""
+        if self.calls.ranked:
+            return self._kept("step_seconds", lambda: [it["seconds"] for it in self.steps])
+        return self.calls.seconds("timed")
+
+    def kept_calls(self) -> tuple[CallColumns, str | None]:
         """The calls results.json lists: all of them, or, for a job of many ranks past
         RANKED_CALLS_KEPT, each step's slowest rank's call (per kind), and a note saying so."""
-        if len(self.iterations) <= RANKED_CALLS_KEPT or not rank_stats.ranked(self.iterations):
-            return self.iterations, None
+        if self.calls.count <= RANKED_CALLS_KEPT or not self.calls.ranked:
+            return self.calls, None
         kept = []
         for kind in ("warmup", "timed", "profiled"):
             kept += rank_stats.slowest_per_iteration([it for it in self.iterations if it["kind"] == kind])
-        return kept, (f"each step's slowest rank: {len(kept)} of {len(self.iterations)} calls "
-                      f"(more than {RANKED_CALLS_KEPT}); every call is in events.jsonl, every rank's "
-                      f"statistics in {self.ranked_key}.per_rank")
+        return CallColumns.of_records(kept), (
+            f"each step's slowest rank: {len(kept)} of {self.calls.count} calls "
+            f"(more than {RANKED_CALLS_KEPT}); every call is in events.jsonl, every rank's "
+            f"statistics in {self.ranked_key}.per_rank")
 
     @property
     def ranked_key(self) -> str:
@@ -111,7 +121,7 @@ class VariantResult:
 
     def ranked_summary(self) -> dict:
         """results.json's per-rank object (results/ranks.py), kept until more arrives."""
-        key = (len(self.iterations), len(self.ranks))
+        key = (self.calls.count, len(self.ranks))
         cached = self._cache.get("ranked")
         if cached is None or cached[0] != key:
             cached = self._cache["ranked"] = (key, rank_stats.summary(self.iterations, self.ranks))
@@ -120,29 +130,34 @@ class VariantResult:
     def stats(self) -> dict:
         """The timed steps' statistics, kept until another iteration arrives (the table,
         results.json, the noise verdict and the printer all ask)."""
-        return self._kept("stats", lambda: stats.summarize([it["seconds"] for it in self.steps]))
+        return self._kept("stats", lambda: stats.summarize(self.step_seconds()))
 
     def phases(self) -> dict:
         """Each phase's median and IQR over the timed steps, kept as stats() is."""
-        return self._kept("phases", lambda: stats.phase_summaries(self.steps))
+        if self.calls.ranked:
+            return self._kept("phases", lambda: stats.phase_summaries(self.steps))
+        return self._kept("phases", lambda: stats.column_summaries(self.calls.phase_seconds("timed")))
 
     def _kept(self, what: str, compute):
         cached = self._cache.get(what)
-        if cached is None or cached[0] != len(self.iterations):
-            cached = self._cache[what] = (len(self.iterations), compute())
+        if cached is None or cached[0] != self.calls.count:
+            cached = self._cache[what] = (self.calls.count, compute())
         return cached[1]
 
     def warnings(self) -> list[str]:
         """Noise, a slow first call, timed calls still warming up (stats.warnings_for)."""
-        warm = [it for it in self.iterations if it["kind"] == "warmup"]
-        return stats.warnings_for(self.stats(), warm[0]["seconds"] if warm else None,
-                                  [it["seconds"] for it in self.steps],
-                                  torchscript=bool(self.model.get("torchscript")),
-                                  warmup=len({it["index"] for it in warm}))
+        if self.calls.ranked:
+            warm = [it for it in self.iterations if it["kind"] == "warmup"]
+            first, made = (warm[0]["seconds"] if warm else None), len({it["index"] for it in warm})
+        else:
+            warm = self.calls.seconds("warmup")
+            first, made = (float(warm[0]) if len(warm) else None), len(warm)
+        return stats.warnings_for(self.stats(), first, self.step_seconds(),
+                                  torchscript=bool(self.model.get("torchscript")), warmup=made)
 
     def all_passed(self) -> bool:
         """Every iteration measured so far passed its check (says nothing of how it ended)."""
-        return bool(self.iterations) and all(it["passed"] for it in self.iterations)
+        return self.calls.count > 0 and self.calls.failed == 0
 
     @property
     def verdict(self) -> str:
@@ -157,7 +172,7 @@ class VariantResult:
         """
         if self.failed_checks():
             return "failed"
-        if self.status == "failed" or (self.status == "finished" and not self.iterations):
+        if self.status == "failed" or (self.status == "finished" and not self.calls.count):
             return "error"
         if self.status == "interrupted":
             return "stopped"
@@ -170,15 +185,15 @@ class VariantResult:
 
     def last_loss(self) -> float | None:
         """The loss of the last step measured (timed, else warm-up)."""
-        for it in reversed(self.iterations):
-            if it.get("loss") is not None and it["kind"] != "profiled":
-                return it["loss"]
+        for kind, loss in reversed(self.calls.losses()):
+            if loss is not None and kind != "profiled":
+                return loss
         return None
 
     def failed_checks(self) -> int:
         """Iterations that failed their check, and a training run's final check if it failed."""
         final = (self.summary.get("training") or {}).get("final_check") or {}
-        return sum(1 for it in self.iterations if not it["passed"]) + (final.get("passed") is False)
+        return self.calls.failed + (final.get("passed") is False)
 
     def note_round_load(self, sample: dict) -> None:
         """A telemetry sample taken during this variant's current round: what other
@@ -194,33 +209,54 @@ class VariantResult:
             total[0] += others
             total[1] += 1
 
+    def steps_by_round(self) -> dict[int, tuple[list[float], int, int]]:
+        """Round -> its timed steps' seconds and first and last index (a run in rounds),
+        kept as stats() is."""
+        return self._kept("by_round", self._steps_by_round)
+
+    def _steps_by_round(self) -> dict[int, tuple[list[float], int, int]]:
+        by_round: dict[int, tuple[list[float], int, int]] = {}
+        if self.calls.ranked:
+            for it in self.steps:
+                if it.get("round") is not None:
+                    seconds, first, _ = by_round.get(it["round"], ([], it["index"], 0))
+                    seconds.append(it["seconds"])
+                    by_round[it["round"]] = (seconds, first, it["index"])
+            return by_round
+        for b in self.calls.of_kind("timed"):
+            if b.get("round") is not None:
+                seconds, first, _ = by_round.get(b["round"], ([], b["first_index"], 0))
+                seconds.extend(columns.to_seconds(b["ns"]))
+                by_round[b["round"]] = (seconds, first, b["first_index"] + len(b["ns"]) - 1)
+        return by_round
+
+    def round_seconds(self) -> dict[int, list[float]]:
+        """Round -> its timed steps' seconds, in order (what paired.by_round gives of the steps)."""
+        return {number: seconds for number, (seconds, _, _) in self.steps_by_round().items()}
+
     def round_summaries(self) -> list[dict]:
         """Per round (a run in rounds), the variant's share: its place in the round's order,
         its timed steps' count and median, the first and last step's index."""
-        by_round: dict[int, list[dict]] = {}
-        for it in self.steps:
-            if it.get("round") is not None:
-                by_round.setdefault(it["round"], []).append(it)
+        by_round = self.steps_by_round()
         out = []
         for number in sorted(set(by_round) | set(self.round_positions)):
-            steps = by_round.get(number, [])
-            s = stats.summarize([it["seconds"] for it in steps])
+            seconds, first, last = by_round.get(number, ([], None, None))
+            s = stats.summarize(seconds)
             load = self.round_load.get(number)
             out.append({"round": number, "position": self.round_positions.get(number),
                         "n": s["n"], "median": s["median"] if s["n"] else None,
                         "others_cpu_percent": round(load[0] / load[1], 1) if load and load[1] else None,
-                        "first_index": steps[0]["index"] if steps else None,
-                        "last_index": steps[-1]["index"] if steps else None,
+                        "first_index": first, "last_index": last,
                         "finished": self.round_finished is not None and number <= self.round_finished})
         return out
 
     def to_dict(self) -> dict:
         s = self.stats()
-        kept, note = self.kept_iterations()
+        kept, note = self.kept_calls()
         return {"name": self.name, "spec": self.spec, **self.coupling, "status": self.status,
                 "verdict": self.verdict, "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
-                "iterations": [json_safe(it) for it in kept] if self.not_finite else list(kept),
+                "iterations": kept.document(),
                 **({"iterations_kept": note} if note else {}),
                 "stats": {k: s[k] for k in ("n", "min", "median", "mean", "max", "stddev", "iqr")},
                 "noisy": s["noisy"],
@@ -229,7 +265,7 @@ class VariantResult:
                 "checks_passed": self.all_passed(),
                 "diagnostics": self.diagnostics,
                 **({"compile": self.compile} if self.compile is not None else {}),
-                **({self.ranked_key: self.ranked_summary()} if rank_stats.ranked(self.iterations) else {}),
+                **({self.ranked_key: self.ranked_summary()} if self.calls.ranked else {}),
                 **({"telemetry": self.telemetry.to_dict()} if self.telemetry is not None else {}),
                 **({"ranks": self.ranks} if self.rank_info else {}),
                 **({"rounds": self.round_summaries()} if self.round_positions else {}),
@@ -239,12 +275,8 @@ class VariantResult:
 class ResultsBuilder:
     """Feed it every event (`on_event`); `document()` is results.json at that moment."""
 
-    def __init__(self, title: str = "", keep_text: bool = False) -> None:
+    def __init__(self, title: str = "") -> None:
         self.title = title
-        #: make each iteration's line of results.json as its batch arrives, so that the
-        #: document is written at the end by joining them (results/iteration_text.py): the
-        #: builder whose document is written (the session's) keeps them
-        self.keep_text = keep_text
         self.variants: dict[str, VariantResult] = {}
         self.environment: dict = {}
         self.started = None
@@ -275,8 +307,6 @@ class ResultsBuilder:
         kind, name = ev.event, ev.variant
         if kind == "run_started":
             v = self.variant(name)
-            if self.keep_text and v.texts is None:
-                v.texts = []
             v.spec, v.environment = ev["spec"], ev.environment   # the spec as written
             v.coupling = {k: ev[k] for k in ("coupling", "label_parts") if k in ev}
             self.environment = self.environment or ev.environment
@@ -287,20 +317,9 @@ class ResultsBuilder:
             v.model = {k: ev[k] for k in ("size", "dtype", "tolerance", "inputs", "outputs", "torchscript",
                                           "training")
                        if k in ev}
-        elif kind == "iterations":   # a batch, from its columns
+        elif kind in ("iterations", "iteration"):   # kept in columns, as they come
             v = self.variant(name)
-            records = batch_records(ev, v.round)
-            v.iterations.extend(records)
-            v.not_finite = v.not_finite or not finite(ev.max_rel_error) or not finite(ev.loss or ())
-            if v.texts is not None:
-                v.texts.extend(batch_texts(records, ev.phases, ev))
-        elif kind == "iteration":
-            v = self.variant(name)
-            it = record(ev, v.round)
-            v.iterations.append(it)
-            v.not_finite = v.not_finite or not finite([ev.max_rel_error, ev.get("loss", 0.0)])
-            if v.texts is not None:
-                v.texts.append(compact(json_safe(it)))
+            v.calls.add(ev, v.round)
         elif kind == "rounds_planned":
             self.rounds = {"rounds": ev.rounds, "seed": ev.seed, "orders": ev.orders,
                            "baseline": ev.baseline}
@@ -393,12 +412,8 @@ class ResultsBuilder:
                 "comparison": comparison, **self.extra}
 
     def document_text(self) -> str:
-        """document() as results.json holds it (iteration_text.readable_json), the
-        iterations' lines the ones kept as they came where they stand for the same calls."""
-        texts = {name: v.texts for name, v in self.variants.items()
-                 if v.texts is not None and len(v.texts) == len(v.iterations)
-                 and v.kept_iterations()[1] is None}
-        return readable_json(self.document(), texts)
+        """document() as results.json holds it (iteration_text.readable_json)."""
+        return readable_json(self.document())
 
     def outcomes(self) -> set[str]:
         """What the variants came to, for the exit code (protocol.contract.exit_code): their

@@ -167,7 +167,7 @@ def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) 
     calls nor disturbed rounds change (the bootstrap costs)."""
     for group in _size_groups(rows, variants):
         base = _baseline_of(group, variants, named)
-        base_rounds = by_round(variants[base["name"]].steps)
+        base_rounds = variants[base["name"]].round_seconds()
         for r in group:
             r["baseline"] = base["name"]
             if r is base:
@@ -175,10 +175,10 @@ def pair_rows(rows: list[dict], variants: dict, named: str | None, cache: dict) 
                          rounds_disturbed=[], cannot_rank=None)
                 continue
             disturbed = pair_disturbed(variants[base["name"]], variants[r["name"]])
-            key = (base["name"], r["name"], len(variants[base["name"]].iterations),
-                   len(variants[r["name"]].iterations), tuple(sorted(disturbed)))
+            key = (base["name"], r["name"], variants[base["name"]].calls.count,
+                   variants[r["name"]].calls.count, tuple(sorted(disturbed)))
             if key not in cache:
-                cache[key] = paired_ratio(base_rounds, by_round(variants[r["name"]].steps), disturbed=disturbed)
+                cache[key] = paired_ratio(base_rounds, variants[r["name"]].round_seconds(), disturbed=disturbed)
             pair = cache[key]
             if pair is None:   # fewer than two rounds in common: the plain ratio of the medians
                 r.update(ratio=r["median"] / base["median"] if base["median"] else None,

@@ -12,7 +12,8 @@ import json
 import os
 
 from couplescope.protocol.errors import UsageError
-from couplescope.results.builder import SCHEMA_VERSION
+from couplescope.results.builder import SCHEMA_VERSION, SCHEMAS_READ
+from couplescope.results.call_columns import CallColumns
 
 RESULTS_FILE = "results.json"
 
@@ -44,10 +45,17 @@ def load(path: str) -> dict:
     if not isinstance(document, dict) or not isinstance(document.get("variants"), list):
         raise UsageError(f"{file} is not a results document (no 'variants' list); "
                          "give a run directory made by --export or a file made by --json")
-    if document.get("schema") != SCHEMA_VERSION:
+    if document.get("schema") not in SCHEMAS_READ:
         raise UsageError(f"{file} has results schema {document.get('schema')!r}; this couplescope reads "
-                         f"schema {SCHEMA_VERSION}")
+                         f"schemas {', '.join(map(str, SCHEMAS_READ))} (it writes {SCHEMA_VERSION})")
     return {**document, "source": path}
+
+
+def iteration_records(variant: dict) -> list[dict]:
+    """A saved variant's calls, a record each (index, kind, seconds, phases, max_rel_error,
+    passed, error, warmup, profiled, and round, rank, loss where they apply), whichever
+    schema wrote them (couplescope.results.call_columns)."""
+    return CallColumns.of_document(variant).records()
 
 
 def timed_steps(variant: dict) -> list[dict]:
@@ -55,8 +63,12 @@ def timed_steps(variant: dict) -> list[dict]:
     under MPI the slowest rank's (couplescope.results.ranks)."""
     from couplescope.results.ranks import slowest_per_iteration
 
-    return slowest_per_iteration([it for it in variant.get("iterations", []) if it.get("kind") == "timed"])
+    return slowest_per_iteration([it for it in iteration_records(variant) if it["kind"] == "timed"])
 
 
 def timed_seconds(variant: dict) -> list[float]:
-    return [it["seconds"] for it in timed_steps(variant)]
+    """A saved variant's timed steps' seconds (from its columns, but under MPI)."""
+    calls = CallColumns.of_document(variant)
+    if calls.ranked:
+        return [it["seconds"] for it in timed_steps(variant)]
+    return calls.seconds("timed").tolist()

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from couplescope.protocol import events
+from couplescope.protocol import columns, events
 
 
 class EventChannel:
@@ -83,7 +83,7 @@ def compact(pending: list[dict]) -> list[dict]:
 def _as_columns(run: list[dict]) -> dict:
     first = run[0]
     ev = events.make("iterations", first["variant"], rank=first["rank"],
-                     **events.iteration_columns(first["kind"], first["index"], run))
+                     **columns.iteration_columns(first["kind"], first["index"], run))
     ev["t"] = run[-1]["t"]
     return ev
 

@@ -25,6 +25,7 @@ import numpy as np
 from couplescope.backends.base import Coupling, error_text, essential_line
 from couplescope.backends.clock import PhaseClock
 from couplescope.backends.batch import training_extra
+from couplescope.protocol.columns import per_call, shared, to_ns
 from couplescope.worker.training_checks import LossNotFinite
 
 
@@ -179,18 +180,19 @@ def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) ->
     """One batch made, checked and reported, in columns (backends/batch.py says why)."""
     batch = runner.run(size, stop)
     (errs, passes, errors), diverged = _judged(prepared, runner, batch, kind, index)
-    seconds, phases, losses = batch.seconds, batch.phases, batch.losses
+    ns, phases, losses = batch.ns, batch.phases_ns, batch.losses
     n = len(batch)
     if batch.failure is not None and index + n < count:   # the call that raised: FAILED
         message, failed_after = batch.failure
         prepared.clock.reset()
-        seconds, errs, passes = seconds + [failed_after], errs + [float("inf")], passes + [False]
+        errs, passes, errors = (per_call(c, n) for c in (errs, passes, errors))
+        ns, errs, passes = ns + to_ns([failed_after]), errs + [float("inf")], passes + [False]
         errors = errors + [first_line_of(message)]
         phases = {name: column + [None] for name, column in phases.items()}
         losses = None if losses is None else losses + [float("nan")]
         n += 1
-    if n:
-        fields = {"kind": kind, "first_index": index + 1, "seconds": seconds, "phases": phases,
+    if n:   # in nanoseconds, a check result every call shares as one value (protocol.columns)
+        fields = {"kind": kind, "first_index": index + 1, "ns": ns, "phases_ns": phases,
                   "max_rel_error": errs, "passed": passes, "error": errors}
         if losses is not None:   # training steps
             fields["loss"] = losses
@@ -205,16 +207,16 @@ def _one_batch(prepared, runner, emit, kind, index, count, size, after, stop) ->
     return index + n
 
 
-def _judged(prepared, runner, batch, kind, index) -> tuple[tuple[list, list, list], str | None]:
+def _judged(prepared, runner, batch, kind, index) -> tuple[tuple, str | None]:
     """((max_rel_error, passed, error) columns, why the training diverged or None) of a
     batch: a training step is judged by its loss, a call whose outputs are byte-identical
-    to those already judged shares their result, any other call's outputs are checked."""
+    to those already judged shares their result, any other call's outputs are checked.
+    A column is one value when every call shares it (protocol.columns)."""
     n = len(batch)
     judged = runner.judged_result   # what `same` refers to (judge() below replaces it)
     same, output_errors = batch.same, batch.errors
     if prepared.training is None and output_errors is None and judged is not None and n and same.all():
-        err, passed, error = judged   # the common case: one result for every call
-        return ([err] * n, [passed] * n, [error] * n), None
+        return judged, None   # the common case: one result for every call
     errs, passes, errors = [], [], []
     diverged = None
     for i in range(n):
@@ -233,7 +235,7 @@ def _judged(prepared, runner, batch, kind, index) -> tuple[tuple[list, list, lis
         errs.append(result[0])
         passes.append(result[1])
         errors.append(result[2])
-    return (errs, passes, errors), diverged
+    return (shared(errs), shared(passes), shared(errors)), diverged
 
 
 def first_line_of(text: str) -> str:

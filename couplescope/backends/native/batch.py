@@ -4,6 +4,8 @@ does and why is couplescope.backends.batch."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from couplescope.backends.batch import BATCH_SECONDS, BatchRunner, columns_of
 
 
@@ -29,22 +31,35 @@ class NativeBatchRunner(BatchRunner):
             self._feeding = rows      # alive until the host has copied them
             feeds = [self.native.InputSlot(array.ctypes.data, buffer.ctypes.data, array.nbytes)
                      for array, buffer in rows.values()]
-        rows, errors, failure, extras, failed_after = self.host.call_batch(count, BATCH_SECONDS,
-                                                                           self._slots, feeds)
-        if self.feeder is not None and len(rows) < count:
-            self.feeder.unfill(count - len(rows))   # the steps not made: filled again next batch
+        raw, width, output_errors, failure, extras, failed_after = self.host.call_batch(
+            count, BATCH_SECONDS, self._slots, feeds)
+        rows = np.frombuffer(raw, dtype=np.float64).reshape(-1, width)   # the host's doubles, per call
+        made = len(rows)
+        if self.feeder is not None and made < count:
+            self.feeder.unfill(count - made)   # the steps not made: filled again next batch
         failed = (failure, failed_after) if failure else None
+        errors = None
+        if output_errors:   # the few calls whose output was not written
+            errors = [None] * made
+            for i, message in output_errors:
+                errors[i] = message
         if any(extras):   # what the host's own Python timed (a bridge module), a step's loss and done
-            return columns_of([self._call(row, error, extra) for row, error, extra in zip(rows, errors, extras)]), failed
-        # the common case, in columns straight from the rows: a phase the host did not time
-        # in a call (0) is None there, and a phase no call had is left out
+            return columns_of([self._call(row, error, extra) for row, error, extra
+                               in zip(rows.tolist(), errors or [None] * made, extras)]), failed
+        if not made:
+            return ([], {}, None, None, None), failed
+        # the common case, in columns straight from the rows, in nanoseconds (the host's
+        # clock counts them: rounding gives them back exactly): a phase the host did not
+        # time in a call (0) is None there, and a phase no call had is left out
+        ns = np.rint(rows * 1e9).astype(np.int64)
+        timed = ns != 0
         phases = {}
         for j, name in enumerate(self.phase_names, 1):
-            column = [row[j] or None for row in rows]
-            if any(column):
-                phases[name] = column
-        errors = [e or None for e in errors]
-        return ([row[0] for row in rows], phases, errors if any(errors) else None, None, None), failed
+            if timed[:, j].all():
+                phases[name] = ns[:, j].tolist()
+            elif timed[:, j].any():
+                phases[name] = [v or None for v in ns[:, j].tolist()]
+        return (ns[:, 0].tolist(), phases, errors, None, None), failed
 
     def _call(self, row, error, extra) -> tuple:
         """One call as columns_of takes it, merging what the host's Python timed."""

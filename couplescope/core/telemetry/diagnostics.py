@@ -122,6 +122,9 @@ class Diagnostician:
             self.timed_seconds += ev.seconds
             forward = (ev.phases or {}).get("forward")
             self.forward_seconds += forward if _num(forward) else 0.0
+        elif kind == "iterations" and ev.kind == "timed" and "ns" in ev:   # nanoseconds: summed whole
+            self.timed_seconds += sum(ev["ns"]) / 1e9
+            self.forward_seconds += sum(filter(None, ev.get("phases_ns", {}).get("forward") or ())) / 1e9
         elif kind == "iterations" and ev.kind == "timed":   # the batch's columns: no call by call
             self.timed_seconds += sum(s for s in ev.seconds if _num(s))
             self.forward_seconds += sum(f for f in (ev.phases.get("forward") or []) if _num(f))

@@ -69,8 +69,8 @@ def run_headless(args) -> int:
     json_lost = None
     if args.json:
         try:
-            # as results.json is written, each iteration one compact line made as it came
-            # (couplescope.results.iteration_text; docs/architecture.md, "What the harness
+            # as results.json is written, the calls in columns through the C encoder
+            # (couplescope.results.document_text; docs/architecture.md, "What the harness
             # costs"): json's indenting encoder took longer than SimpleNet's calls did
             sys.stdout.write(outcome.builder.document_text() + "\n")
             sys.stdout.flush()

@@ -26,7 +26,7 @@ from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.frontends.cli.training_lines import made_as, training_lines
 from couplescope.protocol import events
 from couplescope.protocol.listener import Listener
-from couplescope.results import ranks, stats
+from couplescope.results import stats
 from couplescope.results.labels import size_of
 
 
@@ -353,7 +353,7 @@ class HeadlessPrinter(Listener):
         if rest:
             self.print(rest)
         v = builder.variants[name]
-        if not v.iterations:
+        if not v.calls.count:
             return
         s = v.stats()
         warm = self._warm.get(name, [])
@@ -374,7 +374,7 @@ class HeadlessPrinter(Listener):
         self._print_profiled(name, v)
         for line in training_lines(v.summary.get("training"), v):
             self.print(self._paint_words(line))
-        if ranks.ranked(v.iterations):  # per-rank table, slowest rank, imbalance
+        if v.calls.ranked:  # per-rank table, slowest rank, imbalance
             for line in report_lines(v.iterations, v.ranks, v.ranked_summary()):
                 self.print(line)
         if getattr(v, "telemetry", None) is not None:

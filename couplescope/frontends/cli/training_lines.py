@@ -35,7 +35,7 @@ def training_lines(training: dict | None, variant) -> list[str]:
     elif gradient:
         word = "PASSED" if gradient.get("passed") else "FAILED"
         lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
-    losses = [it["loss"] for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
+    losses = [loss for kind, loss in variant.calls.losses() if loss is not None and kind != "profiled"]
     if losses:
         lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
                      f"({training.get('steps', len(losses))} steps, {training.get('optimizer')} "

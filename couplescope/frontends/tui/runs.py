@@ -94,7 +94,7 @@ class RunRecord:
 
     def measured(self) -> int:
         """How many of its variants made a call (a stopped run's others never started)."""
-        return sum(1 for v in self.builder.variants.values() if v.iterations)
+        return sum(1 for v in self.builder.variants.values() if v.calls.count)
 
     def variants_words(self) -> str:
         """The History view's variants: "4", or "1 of 4" when it ended before all made a call."""

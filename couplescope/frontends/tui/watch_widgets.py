@@ -340,7 +340,7 @@ class StatsPanel(Static):
             self.update(self._waiting)
             return
         s = variant.stats()
-        done = len(variant.iterations)
+        done = variant.calls.count
         failed = variant.failed_checks()
         # the verdict (the headless table's word), then what the checks so far say
         verdict = variant.verdict
