@@ -135,23 +135,31 @@ import inspect, json, sys, time
 from couplescope.protocol import events
 from couplescope.results.builder import ResultsBuilder
 lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
-calls = sum(len(json.loads(l)["seconds"]) for l in lines if l.startswith('{"event":"iterations"'))
-new = "keep_text" in inspect.signature(ResultsBuilder).parameters
-def cpu(work):
+batches = [json.loads(l) for l in lines if l.startswith('{"event":"iterations"')]
+calls = sum(len(b["ns"] if "ns" in b else b["seconds"]) for b in batches)
+keep_text = "keep_text" in inspect.signature(ResultsBuilder).parameters   # (an older layout's)
+def cpu(work, fresh=lambda: None):   # best of three, each on what fresh() makes anew (untimed): µs per call
     best = None
     for _ in range(3):
-        t = time.process_time(); value = work(); took = time.process_time() - t
+        given = fresh()
+        t = time.process_time(); value = work(given); took = time.process_time() - t
         best = took if best is None else min(best, took)
     return best / calls * 1e6, value
-parse, evs = cpu(lambda: [e for e in map(events.parse, lines) if e is not None])
-def build():
-    b = ResultsBuilder("x", keep_text=True) if new else ResultsBuilder("x")
+parse, evs = cpu(lambda _: [e for e in map(events.parse, lines) if e is not None])
+def build(_=None):
+    b = ResultsBuilder("x", keep_text=True) if keep_text else ResultsBuilder("x")
     for e in evs:
         b.on_event(e)
     return b
-builder, b = cpu(build)
-document, doc = cpu(b.document)
-text, _ = cpu(b.document_text if new else lambda: json.dumps(b.document(), indent=1, default=str))
+builder, _ = cpu(build)
+# the document's first making (its statistics are kept once made), then its text
+document, _ = cpu(lambda b: b.document(), build)
+def document_then_text():
+    b = build()
+    b.document()
+    return b
+text, _ = cpu(lambda b: b.document_text() if hasattr(b, "document_text")
+              else json.dumps(b.document(), indent=1, default=str), document_then_text)
 print(json.dumps({"calls": calls, "parse": parse, "builder": builder, "document": document, "text": text}))
 """
 
@@ -166,6 +174,8 @@ def parts(code: str | None, tmp: str) -> dict:
         (path,) = glob.glob(os.path.join(out, "*", "events.jsonl"))
         with open(path, encoding="utf-8") as f:
             batches = [ev for ev in map(json.loads, f) if ev["event"] == "iterations" and ev["kind"] == "timed"]
+        for b in batches:   # this layout's nanoseconds, an older one's seconds
+            b["seconds"] = [n / 1e9 for n in b["ns"]] if "ns" in b else b["seconds"]
         outside = sorted((b["t"] - a["t"] - sum(b["seconds"])) / len(b["seconds"]) for a, b in zip(batches, batches[1:]))
         calls = sorted(s for b in batches for s in b["seconds"])
         parent = subprocess.run([sys.executable, "-c", PARENT_PARTS, path], capture_output=True, text=True,
