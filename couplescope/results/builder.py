@@ -412,7 +412,7 @@ class ResultsBuilder:
                 "comparison": comparison, **self.extra}
 
     def document_text(self) -> str:
-        """document() as results.json holds it (iteration_text.readable_json)."""
+        """document() as results.json holds it (document_text.readable_json)."""
         return readable_json(self.document())
 
     def outcomes(self) -> set[str]:
