@@ -56,7 +56,7 @@ def test_the_first_training_command_passes(cli, host):
     args = ["--model", "simplenet", "--task", "train"] + (["--host", host] if host != "native" else [])
     r = cli(*args, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-    assert "1 warm-up + 10000 steps ==" in r.stdout
+    assert "10 000 timed steps + 1 warm-up ==" in r.stdout
     assert "PASSED :: [training] relative tolerance = 0.1000E-02" in r.stdout
     assert "9 995 more steps PASSED (--verbose prints every one)" in r.stdout
     assert len(r.stdout.splitlines()) < 60

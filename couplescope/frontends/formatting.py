@@ -31,6 +31,21 @@ def seconds(value) -> str:
     return f"{v * 1e9:.0f} ns"
 
 
+def thousands(n: int) -> str:
+    """9990 -> "9 990": digits grouped by a space, as the SI writes them."""
+    return f"{n:,}".replace(",", " ")
+
+
+def made_words(timed, warmup, unit: str) -> str:
+    """"10 000 timed steps + 1 warm-up": what a variant makes, the one way every front end
+    says it (the Run line, the watch view, the loss line, the printer's header). The loss
+    line once counted 10 001 steps where the header said 10 000 and 1 warm-up. `unit`:
+    "steps" or "calls"; a count the request leaves to be decided is given as words."""
+    timed = thousands(timed) if isinstance(timed, int) else timed
+    warm = f" + {thousands(warmup) if isinstance(warmup, int) else warmup} warm-up" if warmup != 0 else ""
+    return f"{timed} timed {unit}{warm}"
+
+
 def sci(value) -> str:
     """The reference suite's Fortran-style E format: 0.0000E+00."""
     if value is None:

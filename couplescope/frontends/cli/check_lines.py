@@ -17,13 +17,10 @@ at its calls (the parent's cost stays proportional to what is shown).
 
 from __future__ import annotations
 
+from couplescope.frontends.formatting import thousands
+
 #: how many passed checks a variant prints before the rest are only counted
 FIRST = 5
-
-
-def thousands(n: int) -> str:
-    """9990 -> "9 990": digits grouped by a space, as the SI writes them."""
-    return f"{n:,}".replace(",", " ")
 
 
 class CheckLines:

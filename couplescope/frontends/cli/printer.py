@@ -162,10 +162,12 @@ class HeadlessPrinter(Listener):
         what = [ev.coupling or spec.backend, spec.device]
         if spec.layout != "fortran":
             what.append(f"layout {spec.layout}")
-        unit = "steps" if spec.task == "train" else "iterations"
+        # a training variant's steps as its loss line counts them (formatting.made_words)
+        made = (fmt.made_words(spec.iterations, spec.warmup, "steps") if spec.task == "train"
+                else f"{spec.warmup} warm-up + {spec.iterations} iterations")
         rounds = f" in {self._rounds} rounds" if self._rounds else ""
         self.print(f"== {ev.variant} ({self.count}/{self.total}): {spec.model}, {', '.join(what)}, "
-                   f"{spec.warmup} warm-up + {spec.iterations} {unit}{rounds} ==")
+                   f"{made}{rounds} ==")
         self._expected[ev.variant] = (spec.warmup, spec.iterations)
 
     def _running_next(self, variant: str, kind: str, index: int) -> None:

@@ -37,8 +37,10 @@ def training_lines(training: dict | None, variant) -> list[str]:
         lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
     losses = [loss for kind, loss in variant.calls.losses() if loss is not None and kind != "profiled"]
     if losses:
+        made = {kind: len({it["index"] for it in variant.iterations if it["kind"] == kind})   # once, not per rank
+                for kind in ("timed", "warmup")}
         lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
-                     f"({training.get('steps', len(losses))} steps, {training.get('optimizer')} "
+                     f"({fmt.made_words(made['timed'], made['warmup'], 'steps')}, {training.get('optimizer')} "
                      f"lr {training.get('lr', 0):g})")
     done = training.get("done_at")
     if done:

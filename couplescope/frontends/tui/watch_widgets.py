@@ -297,17 +297,19 @@ def calls_done(variant) -> dict[str, int]:
 
 def call_counts(variant) -> str:
     """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
-    the timed ones are in the statistics (n=), so the two totals must not look alike."""
+    the timed ones are in the statistics (n=), so the two totals must not look alike. A
+    training variant's are steps: "10 010/10 010 steps = 10 000 timed + 10 warm-up"."""
     spec = variant.spec or {}
     done = calls_done(variant)
     expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
                 "profiled": spec.get("profile_iterations")}
-    parts = [f"{done['timed']} timed"] + [
-        f"{done[kind]} {KIND_LEGEND[kind]}" for kind in ("warmup", "profiled")
+    parts = [f"{fmt.thousands(done['timed'])} timed"] + [
+        f"{fmt.thousands(done[kind])} {KIND_LEGEND[kind]}" for kind in ("warmup", "profiled")
         if done[kind] or expected[kind]]
     total = sum(done.values())
     planned = sum(v or 0 for v in expected.values()) if expected["timed"] else None
-    return f"{total}/{planned or '?'} calls = " + " + ".join(parts)
+    unit = "steps" if variant.training else "calls"
+    return f"{fmt.thousands(total)}/{fmt.thousands(planned) if planned else '?'} {unit} = " + " + ".join(parts)
 
 
 #: what the statistics say before any run
@@ -346,8 +348,8 @@ class StatsPanel(Static):
         verdict = variant.verdict
         status = {"passed": "[green]PASSED[/]", "failed": "[red]FAILED[/]", "error": "[red]ERROR[/]",
                   "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
-        checks = (f"[red]{failed} of {done} checks FAILED[/]" if failed else
-                  f"{done} checks passed" if done else "no checks yet")
+        checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
+                  f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
         head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
         rounds = variant.round_positions and max(variant.round_positions)
         if rounds and variant.status == "running":   # a run in rounds: where it is
@@ -371,9 +373,9 @@ def training_text(variant) -> str:
     training = variant.summary.get("training") or {}
     if steps:
         last = "at the last" if variant.status != "running" else "now"
-        count = len({(it["kind"], it["index"]) for it in steps})   # a step once, not once per rank
+        done = calls_done(variant)   # a step once, not once per rank; as the line above counts them
         text = (f"loss [b]{fmt.sci(steps[0]['loss'])}[/] at the first step, [b]{fmt.sci(steps[-1]['loss'])}[/] "
-                f"{last} ({count} steps)")
+                f"{last} ({fmt.made_words(done['timed'], done['warmup'], 'steps')})")
     else:
         text = "loss: no step yet"
     word, verdict = training_verdict(training)
