@@ -100,7 +100,7 @@ async def test_preset_from_the_form_runs_and_shows_passed_rows_and_statistics():
         app.query_one("#profile_iterations", Input).value = "0"
         await pilot.pause()
         names = [spec.label for spec in load_preset("simplenet")[1]]
-        assert f"{len(names)} variants, inference, 2 warm-up + 25 calls each" in str(app.query_one("#preview").render())
+        assert f"{len(names)} variants, inference, 25 timed calls + 2 warm-up each" in str(app.query_one("#preview").render())
         await pilot.press("r")
         assert app.query_one("#tabs").active == "watch"
         await wait_for(pilot, run_over(app), what="the preset run to end")

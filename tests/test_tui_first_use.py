@@ -76,7 +76,8 @@ def assert_the_form_shows_the_preset(app) -> None:
     ran = {s.backend for s in specs}
     assert ran and all(("(preset)" in row) == (row.split()[0] in ran) for row in rows), rows
     preview = text(app, "#preview")
-    assert f"{len(specs)} variants, training, {warmup} warm-up + {steps} steps each" in preview, preview
+    made = f"{fmt.thousands(steps)} timed steps + {warmup} warm-up each"   # as the watch view counts them
+    assert f"{len(specs)} variants, training, {made}" in preview, preview
     assert all(s.name in preview for s in specs), preview
 
 
@@ -108,7 +109,7 @@ async def test_a_field_filled_in_overrides_the_preset_for_every_variant_and_a_na
         form.query_one("#iterations", Input).value = "50"
         form.query_one("#name", Input).value = "myrun"
         names = [s.name for s in preset_request().specs]
-        await until(pilot, lambda: "50 steps each" in text(app, "#preview"), text(app, "#preview"))
+        await until(pilot, lambda: "50 timed steps" in text(app, "#preview"), text(app, "#preview"))
         built = form.build()
         assert [s.iterations for s in built.specs] == [50] * len(names)
         assert [s.name for s in built.specs] == [f"myrun-{n}" for n in names]
@@ -127,7 +128,7 @@ async def test_a_blank_number_field_shows_what_the_request_gives_every_variant()
         if steps is None:   # decided later, in the worker: the declaration's words
             assert shown == declared.get("iterations").default_words(), shown
         else:
-            assert shown.startswith(f"{steps} ") and f"+ {steps} steps" in text(app, "#preview"), shown
+            assert shown.startswith(f"{steps} ") and f"{fmt.thousands(steps)} timed steps" in text(app, "#preview"), shown
 
 
 async def test_a_list_never_offers_the_value_its_blank_stands_for():

@@ -2,7 +2,9 @@
 
 A row reads `[x] bridge` (runs), `[ ] torchscript (preset)` (the preset runs it while no
 box is ticked) or `[-] mpi  unavailable: mpi4py is not installed` (the first clause of
-the reason; the whole reason is written under the list).
+the reason; the whole reason is written under the list). Once a box is ticked no row is
+marked `(preset)`: the ticked backends run every variant of the preset, in place of its
+own (`[x] torchscript (preset)` read as if the preset had ticked it).
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ class CheckList(SelectionList):
         self.show_highlighted()
 
     def on_option_list_option_highlighted(self, event) -> None:
-        self.show_highlighted()
+        # only while the keys are here: filled again (a preset chosen) or highlighted on
+        # mount, the list scrolled the page to its row, the preset's field off the top
+        if self.has_focus:
+            self.show_highlighted()
 
     def show_highlighted(self) -> None:
         """Scroll the page around the list (the form's fields) so that the highlighted row
@@ -91,18 +96,34 @@ class CheckList(SelectionList):
         row = self.virtual_region.y + self.highlighted - round(self.scroll_offset.y)
         page.scroll_to_region(Region(0, row, 1, 1), animate=False, immediate=True)
 
+    _status: dict[str, str | None] = {}
+    _preset_backends: tuple = ()
+
     def fill(self, status: dict[str, str | None], preset_backends=()) -> None:
         """Every backend's row (status: name -> why it cannot run here, or None), the
         ticks kept where the backend can run."""
         chosen = set(self.selected)
         highlighted = self.highlighted
+        self._status, self._preset_backends = dict(status), tuple(preset_backends)
         self.clear_options()
         for name, reason in status.items():
-            self.add_option((row_prompt(name, reason, name in preset_backends), name,
-                             name in chosen and not reason))
+            self.add_option((row_prompt(name, reason, False), name, name in chosen and not reason))
             if reason:
                 self.get_option_at_index(self.option_count - 1).disabled = True
+        self.mark_preset()
         if highlighted is not None and highlighted < self.option_count:
             self.highlighted = highlighted
         elif self.has_focus:
             self.action_first()
+
+    def mark_preset(self) -> None:
+        """`(preset)` beside the preset's backends while none is ticked (they run then);
+        none once one is (the ticked ones run instead)."""
+        marked = () if self.selected else self._preset_backends
+        for index in range(self.option_count):
+            name = self.get_option_at_index(index).value
+            self.replace_option_prompt_at_index(index, row_prompt(name, self._status.get(name),
+                                                                  name in marked))
+
+    def on_selection_list_selected_changed(self, event) -> None:
+        self.mark_preset()   # (the event goes on to the form, which redraws the Run line)

@@ -15,6 +15,7 @@ import re
 from textual.content import Content
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Checkbox, Input, Select
+from textual.widgets._select import SelectOverlay   # (Select's open list: no public name)
 
 from couplescope.frontends.tui.blanks import Blank, default_blank, offered
 from couplescope.protocol.errors import UsageError
@@ -67,6 +68,36 @@ class Declared(Validator):
         return self.success()
 
 
+class EndingList(SelectOverlay):
+    """A Select's open list that stops at its first and last rows. Textual's OptionList
+    wraps round: up on the first preset's row jumped to the last one (stride512), so a
+    user reaching for the top picked a preset they never saw."""
+
+    def _move(self, direction: int) -> None:
+        if self.highlighted is None:
+            return super().action_cursor_down() if direction > 0 else super().action_cursor_up()
+        index = self.highlighted + direction
+        while 0 <= index < self.option_count and self.get_option_at_index(index).disabled:
+            index += direction
+        if 0 <= index < self.option_count:
+            self.highlighted = index
+
+    def action_cursor_up(self) -> None:
+        self._move(-1)
+
+    def action_cursor_down(self) -> None:
+        self._move(1)
+
+
+class Choice(Select):
+    """The form's list field: a Select whose open list stops at its ends (EndingList)."""
+
+    def compose(self):
+        for widget in super().compose():
+            yield (EndingList(type_to_search=self._type_to_search).data_bind(compact=Select.compact)
+                   if isinstance(widget, SelectOverlay) else widget)
+
+
 class Flag(Checkbox):
     """A Checkbox that reads `[x]` / `[ ]`, as the backends list does: Textual's own `▐X▌`
     differs only in colour, which a 256-colour tmux or a plain capture does not show."""
@@ -108,7 +139,7 @@ def widget_for(option: Option, value=None, choices=None, blank: Blank | None = N
         choices = offered(sweep_choices(option, choices), blank)
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
-        return Select([(c, c) for c in choices], id=option.name, compact=True, prompt=blank.words,
+        return Choice([(c, c) for c in choices], id=option.name, compact=True, prompt=blank.words,
                       value=value if value in choices else Select.NULL, tooltip=option.help)
     text = "" if value is None else (",".join(map(str, value)) if isinstance(value, (list, tuple))
                                      and option.kind is not tuple else _text(option, value))

@@ -96,6 +96,8 @@ class PickForm(Vertical):
         self._load_catalogue = load_catalogue
         #: what the chosen preset sets, by option (None: no preset chosen)
         self.preset_values: dict | None = preset_values(initial.preset)
+        #: the preset the fields show (the command line's at first: its values stay)
+        self.preset_shown: str | None = initial.preset
         #: the choices of each list, before the one its blank stands for is left out
         self.choices: dict[str, list[str]] = {}
         #: backend -> why it cannot run here (None: it can); all can until the catalogue says
@@ -171,7 +173,7 @@ class PickForm(Vertical):
                 grid.styles.grid_columns = f"{width} 1fr"
                 if group == FIRST_GROUP:
                     yield Label("preset")
-                    yield Select([(n, n) for n in preset_names], id="preset", prompt="(none)",
+                    yield fields.Choice([(n, n) for n in preset_names], id="preset", prompt="(none)",
                                  compact=True, value=a.preset or Select.NULL)
                 for option in members:
                     label_id = "size-label" if option.name == "size" else None
@@ -266,6 +268,47 @@ class PickForm(Vertical):
         self._fill_backends()
         self.update_size_hint()
 
+    def clear_what_the_preset_sets(self, values: dict) -> None:
+        """A preset chosen in the form: the fields it sets show its values, not what was
+        typed or ticked before it (iterations 200 and a ticked torchscript stayed, and
+        read as the preset's). A field filled in afterwards overrides it, as an option does
+        on the command line; the fields it does not set keep what they hold."""
+        for option in declared.OPTIONS:
+            if not values.get(option.name) or not offered(option):
+                continue
+            if option.name == BACKEND:
+                with self.prevent(SelectionList.SelectedChanged):
+                    self.query_one("#backends", SelectionList).deselect_all()
+                continue
+            widget = self.query_one(f"#{option.name}")
+            with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
+                if isinstance(widget, Select):
+                    widget.clear()
+                elif isinstance(widget, Checkbox):
+                    widget.value = False
+                else:
+                    widget.value = ""
+
+    def overridden(self) -> list[str]:
+        """The preset's settings a field overrides, in words for the Run line: `iterations
+        50 in place of 10000 (preset)` (the field no longer shows the preset's value)."""
+        if not self.preset_values:
+            return []
+        words = []
+        for option in declared.OPTIONS:
+            if (option.name in (BACKEND, "model", "name") or not self.preset_values.get(option.name)
+                    or not offered(option)):
+                continue
+            widget = self.query_one(f"#{option.name}")
+            try:
+                value = fields.read(option, widget)
+            except UsageError:
+                continue
+            if value is not None:
+                shown = widget.value if isinstance(widget, (Input, Select)) else "on"
+                words.append(f"{option.short_label} {shown} in place of {self.blank(option).words}")
+        return words
+
     def update_size_hint(self) -> None:
         """The size field's blank and label: the preset's size, else the model's own (the
         model picked, or the preset's one model) with the model's name for its size."""
@@ -331,7 +374,8 @@ class PickForm(Vertical):
             return
         preset = self.preset_values
         preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
-                                (preset or {}).get(BACKEND, ()) if preset is not None else None))
+                                (preset or {}).get(BACKEND, ()) if preset is not None else None,
+                                self.overridden()))
         self.show_resolved(req.specs)
 
     def show_resolved(self, specs) -> None:
@@ -353,9 +397,11 @@ class PickForm(Vertical):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset":
             preset = event.value if isinstance(event.value, str) else None
-            if preset:
+            if preset and preset != self.preset_shown:   # (not the command line's, on mount)
                 with self.prevent(Select.Changed):
                     self.query_one("#model", Select).clear()   # the preset becomes the set of variants
+                self.clear_what_the_preset_sets(preset_values(preset) or {})
+            self.preset_shown = preset
             self.show_preset(preset)
         if event.select.id == "model":
             self.update_size_hint()
@@ -369,7 +415,9 @@ class PickForm(Vertical):
 
     def on_descendant_focus(self, event) -> None:
         # show the backends' reasons under their list too (80x24)
-        if getattr(event.widget, "id", None) == "backends":
+        # (only while it still has the focus: the message arrives late, and the page went
+        # back down to the list after the focus had moved up to the preset)
+        if getattr(event.widget, "id", None) == "backends" and event.widget.has_focus:
             notes = self.query_one("#backend-notes", Static)
             self.query_one("#pick-fields").scroll_to_widget(notes if notes.display else event.widget,
                                                             animate=False, immediate=True)

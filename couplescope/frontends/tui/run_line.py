@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from couplescope.frontends import formatting as fmt
 from couplescope.protocol import options
 
 #: the most variants named; the rest are counted
@@ -16,10 +17,10 @@ NAMED = 6
 TASK_WORDS = {"infer": "inference", "train": "training"}
 
 
-def _count(value, option: str) -> str:
+def _count(value, option: str):
     """An iteration count as the spec holds it; the declaration's words where the request
     left it to be decided later."""
-    return str(value) if value is not None else options.get(option).default_words()
+    return value if value is not None else options.get(option).default_words()
 
 
 def backends_words(ticked, preset_backends) -> str:
@@ -34,10 +35,11 @@ def backends_words(ticked, preset_backends) -> str:
     return f", {runs} (ticked: in place of the preset's {escape(theirs)})"
 
 
-def run_line(specs, ticked=(), preset_backends=None) -> str:
-    """"4 variants, training, 10 warm-up + 10000 steps each: direct, bridge, ..." (markup);
-    `ticked` (the backends ticked) with `preset_backends` (a preset's, None without one)
-    adds what runs every variant (backends_words)."""
+def run_line(specs, ticked=(), preset_backends=None, overridden=()) -> str:
+    """"4 variants, training, 10 000 timed steps + 10 warm-up each: direct, bridge, ..."
+    (markup); `ticked` (the backends ticked) with `preset_backends` (a preset's, None
+    without one) adds what runs every variant (backends_words); `overridden`: the preset's
+    settings a field overrides, in words (`iterations 50 in place of 10000 (preset)`)."""
     tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
     what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
     calls = "steps" if tasks == ["train"] else "calls"
@@ -45,11 +47,12 @@ def run_line(specs, ticked=(), preset_backends=None) -> str:
     if len(counts) == 1:
         warmup, iterations = counts.pop()
         each = " each" if len(specs) > 1 else ""
-        how_many = f"{_count(warmup, 'warmup')} warm-up + {_count(iterations, 'iterations')} {calls}{each}"
+        how_many = fmt.made_words(_count(iterations, "iterations"), _count(warmup, "warmup"), calls) + each
     else:
         how_many = f"{calls} per variant"
+    yours = f" ({escape('; '.join(overridden))})" if overridden else ""
     names = ", ".join(escape(s.label) for s in specs[:NAMED])
     more = f" and {len(specs) - NAMED} more" if len(specs) > NAMED else ""
     plural = "s" if len(specs) != 1 else ""
-    return (f"[b]{len(specs)} variant{plural}[/], {what}, {how_many}{backends_words(ticked, preset_backends)}: "
-            f"{names}{more}")
+    return (f"[b]{len(specs)} variant{plural}[/], {what}, {how_many}{yours}"
+            f"{backends_words(ticked, preset_backends)}: {names}{more}")

