@@ -18,7 +18,7 @@ from couplescope.core import request
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, text
-from test_tui_replay import until
+from test_tui_replay import replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -113,3 +113,24 @@ async def test_the_preset_list_stops_at_its_ends():
             await pilot.press("down")
         await pilot.pause()
         assert overlay.highlighted == overlay.option_count - 1
+
+
+# -- 4. one count of steps ----------------------------------------------------------------------
+
+async def test_steps_are_counted_one_way_on_the_run_line_the_counts_and_the_loss_line():
+    app = replay_app("training")   # --iterations 500 --warmup 1, two variants
+    made = "500 timed steps + 1 warm-up"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: made in " ".join(text(app, "#preview").split()), text(app, "#preview"))
+        await run_replay(pilot)
+        shown = " ".join(text(app, "#stats").split())
+        assert "501/501 steps = 500 timed + 1 warm-up" in shown, shown
+        assert f"at the last ({made})" in shown, shown        # the loss line, not "(501 steps)"
+
+
+def test_the_printer_counts_training_steps_as_the_app_does():
+    from test_replay import replay_run
+
+    _, out, _ = replay_run("training")
+    assert out.count("500 timed steps + 1 warm-up ==") == 2            # each variant's header
+    assert out.count("at the last (500 timed steps + 1 warm-up, sgd lr 0.6)") == 2, out
