@@ -296,7 +296,7 @@ async def test_the_app_plays_a_synthetic_multi_process_variant():
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         record = app.runs[1]
-        assert record.status == "finished" and record.checks() == "PASSED"
+        assert record.status == "finished" and record.verdict() == "PASSED"
         (variant,) = record.builder.variants.values()
         assert variant.name == "two-ranks" and len(variant.timed) == 2 * 5
         plot = app.query_one("#plot")

@@ -205,7 +205,7 @@ async def test_engine_failure_appears_in_the_app_and_does_not_close_it():
         await pilot.press("r")
         await wait_for(pilot, run_over(app), what="the failing run to end")
         record = app.runs[1]
-        assert record.status == "error" and record.checks() == "ERROR"
+        assert record.status == "error" and record.verdict() == "ERROR"
         assert any(n.severity == "error" for n in app._notifications)
         assert "N must be at least 2" in "\n".join(app.notes)
         assert app.is_running

@@ -10,15 +10,17 @@ catalogue (no torch import)."""
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
-from textual.widgets import Input, Select, SelectionList
+from textual.widgets import DataTable, Input, Select, SelectionList
 
 from couplescope.core import request
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, text
 from test_tui_replay import replay_app, run_replay, until
+from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -134,3 +136,76 @@ def test_the_printer_counts_training_steps_as_the_app_does():
     _, out, _ = replay_run("training")
     assert out.count("500 timed steps + 1 warm-up ==") == 2            # each variant's header
     assert out.count("at the last (500 timed steps + 1 warm-up, sgd lr 0.6)") == 2, out
+
+
+# -- 3. a stopped run reads STOPPED wherever its verdict is shown -----------------------------
+
+@pytest.fixture
+def stopped_mid_variant(monkeypatch):
+    """The first variant plays a few calls, then waits until it is stopped (`s`): a variant
+    stopped with calls measured, as the walk-through's was. Set once it waits."""
+    from couplescope.core.replay import PlayedWorker
+
+    play = PlayedWorker.events
+    waiting = threading.Event()
+
+    def events(self):
+        calls = 0
+        for ev in play(self):
+            yield ev
+            calls += ev.event in ("iteration", "iterations")
+            if calls == 3:
+                waiting.set()
+                while not self._stopped:
+                    threading.Event().wait(0.01)
+                return
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return waiting
+
+
+def history_row(app, run_id: int) -> list[str]:
+    return [str(cell).strip() for cell in app.main.query_one("#runs", DataTable).get_row(str(run_id))]
+
+
+async def test_a_stopped_variant_reads_stopped_in_compare_and_in_history(stopped_mid_variant):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, stopped_mid_variant.is_set, "calls measured")
+        await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+        table = app.screen.query_one("#compare-table", DataTable)
+        checks = {str(table.get_row(name)[2]).strip() for name in app.screen.all_names if name in table.rows}
+        assert checks == {"STOPPED"}, checks
+        await pilot.press("h")
+        await pilot.pause()
+        assert "STOPPED" in history_row(app, 1) and "PASSED" not in history_row(app, 1), history_row(app, 1)
+
+
+# -- 5. History tells runs apart ----------------------------------------------------------------
+
+async def test_history_tells_runs_of_one_model_apart_within_80_columns():
+    from couplescope.core import replay, synthetic
+    from couplescope.protocol.spec import RunSpec
+
+    def recording(**given):
+        spec = RunSpec(model="simplenet", warmup=1, iterations=3, profile_iterations=0, name="simplenet", **given)
+        return replay.Recording(synthetic.events_for(spec), "simplenet")
+
+    app = CoupleScopeApp(load_catalogue=False, recording=recording(backend="torchscript"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = recording(backend="bridge", task="train")
+        await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+        first, second = history_row(app, 1)[0], history_row(app, 2)[0]
+        assert first.startswith("#1 simplenet") and second.startswith("#2 simplenet")
+        assert first[3:] != second[3:], (first, second)                 # told apart
+        assert "infer" in first and "torchscript" in first and "train" in second and "bridge" in second
+        table = app.main.query_one("#runs", DataTable)
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+

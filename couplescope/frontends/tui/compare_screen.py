@@ -26,20 +26,15 @@ from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
-from couplescope.frontends.tui.compare_table import cut_names, fit, spaced, task_columns, task_of, title_lines
+from couplescope.frontends.tui.compare_table import (cut_names, fit, spaced, task_columns, task_of, title_lines,
+                                                      verdict_text)
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.watch_widgets import _unit
 from couplescope.results import labels, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-VERDICT_STYLE = {"passed": "bold green", "failed": "bold red", "error": "bold red", "stopped": "bold yellow"}
 TASKS = ("infer", "train")
-
-
-def verdict_text(verdict: str) -> Text:
-    """A variant's verdict (ResultsBuilder's, the headless table's word) in its colour."""
-    return Text(verdict_word(verdict), style=VERDICT_STYLE.get(verdict, ""))
 
 
 def combined(records, left_out=frozenset()) -> ResultsBuilder:
@@ -183,7 +178,7 @@ class CompareScreen(Screen):
                               *[""] * (len(columns) - 3)))
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
-            lines.append((str(box[name]), display, verdict_text(r["verdict"]), fmt.seconds(r["median"]),
+            lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
                           fmt.seconds(r["iqr"]), ratio_cell(r), *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:

@@ -29,6 +29,15 @@ NARROWEST_NAME = 12
 SHORT_LABELS = {"vs fastest": "ratio"}
 
 
+#: a verdict's colour, wherever the app writes it as a word (compare, History)
+VERDICT_STYLE = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red", "STOPPED": "bold yellow"}
+
+
+def verdict_text(word: str) -> Text:
+    """A verdict's word (ResultsBuilder's, as the headless table writes it) in its colour."""
+    return Text(word, style=VERDICT_STYLE.get(word, ""))
+
+
 def task_of(variant) -> str:
     """What a variant did: "infer" (calls) or "train" (steps), from its spec."""
     return (variant.spec or {}).get("task") or "infer"

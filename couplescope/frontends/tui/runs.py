@@ -82,15 +82,30 @@ class RunRecord:
         rows = self.builder.comparison()
         return min((r["median"] for r in rows), default=None)
 
-    def checks(self) -> str:
-        """The History view's word for the checks the run made: FAILED (one failed), ERROR
-        (a variant broke), running, PASSED (every check made passed, a stopped run's too:
-        that it stopped is its status's word, not this one's), or - (no call made)."""
+    def verdict(self) -> str:
+        """The run's one word, as the compare view's checks column says each variant's
+        (ResultsBuilder's verdicts): FAILED (a check failed, however it ended), ERROR (a
+        variant broke), STOPPED (`s` or a signal ended it: the compare view said STOPPED
+        where History said PASSED), running, PASSED (every variant finished and every
+        check passed), or - (it ended before any call)."""
         verdicts = {v.verdict for v in self.builder.variants.values()}
-        word = next((w for w in ("failed", "error", "running") if w in verdicts), None)
-        if word:
-            return verdict_word(word)
-        return "PASSED" if self.measured() else "-"
+        for word in ("failed", "error"):
+            if word in verdicts or (word == "error" and self.status == "error"):
+                return verdict_word(word)
+        if self.status == "stopped" or "stopped" in verdicts:
+            return verdict_word("stopped")
+        if self.status == "running" or "running" in verdicts:
+            return verdict_word("running")
+        return verdict_word("passed") if self.measured() else "-"
+
+    def what_ran(self) -> str:
+        """What tells this run from the session's others, after its name: the task, a
+        preset's name marked as one, the backends (`#1 simplenet  infer: torchscript`, `#2
+        simplenet-train  preset, train: torchscript, bridge`): every run read `#N simplenet`."""
+        tasks = list(dict.fromkeys(getattr(s, "task", "infer") or "infer" for s in self.specs))
+        backends = list(dict.fromkeys(s.backend for s in self.specs))
+        preset = "preset, " if getattr(self.request, "preset", None) else ""
+        return f"{preset}{'+'.join(tasks)}: {', '.join(backends)}"
 
     def measured(self) -> int:
         """How many of its variants made a call (a stopped run's others never started)."""

@@ -9,38 +9,57 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from couplescope.frontends import formatting as fmt
+from couplescope.frontends.tui.compare_table import spaced, verdict_text
+
+
+#: the run column's width: its mark, its name and what tells it from the others (RunRecord.what_ran)
+RUN_WIDTH = 42
+#: the other columns: (key, label, width); each cell after a space (compare_table.spaced)
+COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 9),
+           ("export", "exported", 9))
+
+
+def run_cell(record) -> Text:
+    """`* #2 simplenet-train  preset, train: torchscript, bridge` (`*`: marked for compare),
+    cut at the end to fit."""
+    text = f"{'*' if record.selected else ' '} {record.name}  {record.what_ran()}"
+    if len(text) > RUN_WIDTH:
+        text = text[:RUN_WIDTH - 1] + "…"
+    named = Text(text)
+    named.stylize("bold", 0, min(len(record.name) + 2, len(text)))
+    return named
 
 
 class RunsTable(DataTable):
-    """`space` (mark a run) is the History view's key (views/history.py)."""
+    """`space` (mark a run) is the History view's key (views/history.py).
+
+    80 columns hold every column (one space between them, not DataTable's two: the run's
+    words need the room): a path never fits, so the highlighted run's export path is
+    written in full under the table (the app's #export-note). One verdict column, the
+    compare view's word (a stopped run read "stopped" and "PASSED")."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cell_padding=0, **kwargs)
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        self.add_column("", key="mark", width=1)
-        # 80 columns hold every column: a path never fits, so the highlighted run's export
-        # path is written in full under the table (the app's #export-note)
-        self.add_column("run", key="run", width=24)
-        self.add_column("variants", key="variants", width=8)
-        self.add_column("status", key="status", width=8)
-        self.add_column("fastest", key="median", width=8)
-        self.add_column("checks", key="checks", width=7)
-        self.add_column("exported", key="export", width=8)
+        self.add_column("run", key="run", width=RUN_WIDTH)
+        for key, label, width in COLUMNS:
+            self.add_column(spaced(label), key=key, width=width)
 
     def add_run(self, record) -> None:
-        self.add_row("", record.name, str(len(record.specs)), record.status, "", "", "", key=str(record.id))
+        self.add_row(run_cell(record), spaced(str(len(record.specs))), spaced(verdict_text(record.verdict())),
+                     "", "", key=str(record.id))
         self.move_cursor(row=self.row_count - 1)
 
     def update_run(self, record) -> None:
         key = str(record.id)
-        checks = record.checks()
-        style = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red"}.get(checks, "")
-        self.update_cell(key, "status", record.status)
-        self.update_cell(key, "variants", record.variants_words())
-        self.update_cell(key, "median", fmt.seconds(record.fastest_median()))
-        self.update_cell(key, "checks", Text(checks, style=style))
-        self.update_cell(key, "mark", "*" if record.selected else "")
+        self.update_cell(key, "run", run_cell(record))
+        self.update_cell(key, "verdict", spaced(verdict_text(record.verdict())))
+        self.update_cell(key, "variants", spaced(record.variants_words()))
+        self.update_cell(key, "median", spaced(fmt.seconds(record.fastest_median())))
         if record.export_path:
-            self.update_cell(key, "export", "yes")
+            self.update_cell(key, "export", spaced("yes"))
 
     def highlighted_id(self) -> int | None:
         if not self.row_count:

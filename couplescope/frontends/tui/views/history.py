@@ -30,9 +30,10 @@ class HistoryView(AppView):
     follows = frozenset({"iteration", "variant_finished", "variant_failed"})
     redraw_seconds = 0.5
     help = """\
-every run of this session: its variants (`1 of 4`: stopped before the others made a
-call), its state, its fastest median, the verdict of the checks it made, whether it was
-exported. Export writes results.json, events.jsonl and the traces; open the traces with
+every run of this session: its name and what tells it from the others (a preset,
+the task, the backends), its variants (`1 of 4`: stopped before the others made a call),
+its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), its
+fastest median, whether it was exported. Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""
     BINDINGS = [Binding("space", "toggle_mark", "mark",
                         tooltip="mark or unmark the highlighted run for comparing.")]
