@@ -209,3 +209,22 @@ async def test_history_tells_runs_of_one_model_apart_within_80_columns():
         table = app.main.query_one("#runs", DataTable)
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
 
+
+# -- 8. text whole: the export path readable ---------------------------------------------------
+
+async def test_the_export_path_is_not_left_under_a_toast(tmp_path, monkeypatch):
+    from couplescope.frontends.tui.runs import RunRecord
+
+    copy, going = RunRecord.export, threading.Event()
+    monkeypatch.setattr(RunRecord, "export", lambda self, parent: (going.wait(60), copy(self, parent))[1])
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h", "e", "e")              # e again while it exports: it says why not
+        await until(pilot, lambda: list(app._notifications), "the toast")
+        going.set()
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
+        await pilot.pause()
+        assert not list(app._notifications)
+        assert app.runs[1].export_path in "".join(on_screen(app).splitlines())   # (a long one wraps)

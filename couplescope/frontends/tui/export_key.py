@@ -85,7 +85,9 @@ class ExportKey:
         if record.export_missing:   # a full disk: results.json was written, these were not
             self.note(f"export incomplete (no room): not written: {', '.join(record.export_missing)}", "error")
         self.note(f"exported {record.name} to {path}; open its traces: {tensorboard_command(path)}")
-        # the status line, not a toast: a toast sat over the path under History for seconds
+        # the status line, not a toast: a toast sat over the path under History for seconds;
+        # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
+        self.clear_notifications()
         self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
         for view in self.views:
             view.run_changed(record)
