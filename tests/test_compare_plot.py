@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import box_plot
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.results import saved, stats
@@ -52,7 +53,7 @@ async def test_the_compare_view_marks_the_cut_whisker_with_its_end_at_80_columns
         shown = plot.render().plain
         p95 = stats.percentile(sorted(timed("two-backends")[0]), 95) * 1e6
         first = next(line for line in shown.splitlines() if line.lstrip().startswith("1 │"))
-        assert first.endswith(f"▸{p95:.3g}")   # the whisker's arrow, and where it really ends
+        assert first.endswith(f"▸{fmt.seconds(p95 / 1e6)}")   # the whisker's arrow, where it really ends, in the tables' unit
         assert "timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸N: cut here, ends at N" in shown
 
 

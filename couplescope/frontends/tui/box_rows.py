@@ -1,7 +1,7 @@
 """The compare view's box plot, drawn as text: a row per variant, time across the screen.
 
     timed calls (µs): █ 25-75% ┃ median, ├─┤ 5-95%; ▸N: cut here, ends at N
-    1 │      ├──────██┃████──────────────────────────────────────────▸464
+    1 │      ├──────██┃████──────────────────────────────────────▸464.0 µs
     2 │  ├────████┃██────────┤
       └──┬──────────┬──────────┬──────────┬──────────┬──────────┬──────
         120        140        160        180        200        220
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.watch_widgets import _unit, rich_color
 from couplescope.results import stats
 
@@ -84,16 +85,21 @@ def nice_ticks(low: float, high: float, count: int) -> list[float]:
     return [round(first + i * step, digits) for i in range(int((high - first) / step + 1e-9) + 1)]
 
 
-def end_text(value: float) -> str:
-    """A cut whisker's true end, written after the arrow: ▸464."""
-    return f"▸{value:.3g}"
+#: a unit's seconds
+UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
+
+
+def end_text(value: float, unit: str) -> str:
+    """A cut whisker's true end (`value` in the plot's `unit`), written after the arrow in
+    the unit the tables use: ▸4.78 ms (it read ▸4.78e+03, in µs)."""
+    return "▸" + fmt.seconds(value * UNIT_SECONDS[unit])
 
 
 def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "") -> Text:
     """The title, a row per variant (`labels`: the table's box numbers), the axis and its
     values, in `width` columns."""
     label_width = max(len(label) for label in labels)
-    margin = max([len(end_text(v)) for v in plot.cut.values()] or [1])
+    margin = max([len(end_text(v, plot.unit)) for v in plot.cut.values()] or [1])
     columns = max(10, width - label_width - 2 - margin)
     span = (plot.top - plot.bottom) or 1.0
 
@@ -111,7 +117,7 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "") ->
         cells[low] = ("├", color)
         cells[high] = ("▸", "bold red") if i in plot.cut else ("┤", color)
         if i in plot.cut:   # where the whisker really ends, right after its arrow
-            for k, char in enumerate(end_text(plot.cut[i])[1:], high + 1):
+            for k, char in enumerate(end_text(plot.cut[i], plot.unit)[1:], high + 1):
                 cells[k] = (char, "red")
         if box_high - box_low + 1 < NARROWEST_BOX:
             box_low = max(0, min(box_low, median - NARROWEST_BOX // 2))
