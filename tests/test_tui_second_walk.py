@@ -228,3 +228,88 @@ async def test_the_export_path_is_not_left_under_a_toast(tmp_path, monkeypatch):
         await pilot.pause()
         assert not list(app._notifications)
         assert app.runs[1].export_path in "".join(on_screen(app).splitlines())   # (a long one wraps)
+
+
+# -- 2. why a pair is not ranked, on the compare screen ----------------------------------------
+
+def busy_rounds_app() -> CoupleScopeApp:
+    """A real run in 4 rounds while a busy loop ran (tests/fixtures/busy-rounds.jsonl): its
+    two variants cannot be ranked from its own rounds (4 of 4 disturbed)."""
+    from couplescope.core import replay
+    from couplescope.frontends.cli.parser import build_parser, options_from
+    from test_tui_replay import FIXTURES
+
+    argv = ["--model", "stride", "--size", "256", "--backend", "torchscript,bridge", "--rounds", "4",
+            "--iterations", "12", "--threads", "1", "--profile-iterations", "0"]
+    recording = replay.Recording(replay.read(f"{FIXTURES}/busy-rounds.jsonl"), "stride")
+    return CoupleScopeApp(options_from(build_parser().parse_args(argv)), load_catalogue=False, recording=recording)
+
+
+async def open_compare(pilot) -> None:
+    if type(pilot.app.screen).__name__ == "CompareScreen":
+        await pilot.press("escape")
+    await pilot.press("c")
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "CompareScreen", pilot.app.screen)
+    await pilot.pause()
+
+
+async def test_a_pair_that_cannot_be_ranked_says_why_alone_and_beside_another_run():
+    app = busy_rounds_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await open_compare(pilot)
+        shown = " ".join(on_screen(app).split())
+        assert "cannot rank" in shown and "4 of 4 rounds disturbed" in shown, shown
+        await pilot.press("escape")
+        await run_replay(pilot)                        # the same pair again: several runs
+        await open_compare(pilot)
+        shown = " ".join(on_screen(app).split())
+        assert "cannot rank" not in shown.split("#1 stride alone")[0]   # the table gives ratios ...
+        assert "ratios are of the medians" in shown, shown               # ... of the medians, and says so
+        assert "#1 stride alone cannot rank 1 vs 2: 4 of 4 rounds disturbed" in shown, shown
+
+
+# -- 6. the compare screen's keys and width -------------------------------------------------------
+
+async def test_a_training_compare_that_fits_says_nothing_of_scrolling_and_tab_says_why_not():
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await open_compare(pilot)
+        table = app.screen.query_one("#compare-table", DataTable)
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= 80
+        assert "scrolls sideways" not in text(app.screen, "#compare-title")
+        shown = [str(table.get_row(name)[1]).strip() for name in app.screen.all_names]
+        assert shown == ["…torchscript", "…bridge-torchscript"], shown   # the model's name is the title's
+        footer = " ".join(on_screen(app).splitlines()[-1].split())
+        assert "tab" not in footer, footer             # one task: tab is not offered ...
+        await pilot.press("tab")                        # ... and pressed anyway, it says why
+        await until(pilot, lambda: any("training steps only" in n.message for n in app._notifications),
+                    list(app._notifications))
+
+
+# -- 8. a name cut only where something else tells it apart --------------------------------------
+
+async def test_a_name_loses_the_part_its_run_s_title_says_not_what_tells_it_apart():
+    """Run #1 trained simplenet through TorchScript and the bridge (recorded); run #2 a
+    preset's direct, bridge, ... (made up). The names share no start, and #1's were cut in
+    their middles, `#1 s…t-torchscript` and `#1 s…e-torchscript`: the model the title
+    names kept, what told them apart gone."""
+    from couplescope.core import replay, synthetic
+    from couplescope.protocol.spec import RunSpec
+
+    names = ("direct", "direct-python-host", "bridge", "bridge-python-host")
+    specs = [RunSpec(model="simplenet", backend="bridge" if n.startswith("bridge") else "torchscript",
+                     task="train", warmup=1, iterations=3, profile_iterations=0, name=n) for n in names]
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = replay.Recording([ev for spec in specs for ev in synthetic.events_for(spec)],
+                                         "simplenet-train")
+        await run_replay(pilot)
+        await open_compare(pilot)
+        table = app.screen.query_one("#compare-table", DataTable)
+        shown = dict(zip(app.screen.all_names, (str(table.get_row(n)[1]).strip() for n in app.screen.all_names)))
+        assert len(set(shown.values())) == len(shown), shown
+        assert "bridg" in shown["#1 simplenet-bridge-torchscript"], shown   # what tells it from #1's other
+        assert shown["#1 simplenet-torchscript"].endswith("torchscript"), shown

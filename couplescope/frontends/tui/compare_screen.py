@@ -26,8 +26,8 @@ from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
-from couplescope.frontends.tui.compare_table import (cut_names, fit, spaced, task_columns, task_of, title_lines,
-                                                      verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, cut_names, fit, ranking_lines, spaced, task_columns,
+                                                      task_of, title_lines, verdict_text)
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.watch_widgets import _unit
 from couplescope.results import labels, sweeps
@@ -72,6 +72,10 @@ class CompareScreen(Screen):
                         tooltip="when the compared runs hold inference and training variants: compare the "
                                 "other task's (a call and a training step are different work, never "
                                 "compared with each other)."),
+                # the footer offers tab only where there is another task; pressed anyway, it says so
+                Binding("tab", "one_task", show=False,
+                        tooltip="when the compared runs hold one task only: says that there is no other "
+                                "to compare (the footer does not offer tab then)."),
                 Binding("v", "toggle_plot", "median vs size / boxes", show=False,
                         tooltip="the plot: median against size (a sweep's variants) or each variant's box."),
                 Binding("q", "app.quit", "quit", tooltip="quit, as in the views.")]
@@ -104,14 +108,19 @@ class CompareScreen(Screen):
         self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """`tab` only where there is another task to compare."""
-        if action == "other_task":
-            return len(set(self.tasks.values())) > 1
+        """`tab` compares the other task where there is one, and says why not where not."""
+        if action in ("other_task", "one_task"):
+            return (len(set(self.tasks.values())) > 1) == (action == "other_task")
         return True
+
+    def action_one_task(self) -> None:
+        task = TASK_WORDS[self.compared_task]
+        self.notify(f"tab compares the other task's variants: these runs hold {task} only", severity="warning")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="compare-title")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+        yield Static("", id="compare-notes")   # why a pair is not ranked
         # the boxes scroll when there are more variants than rows; never focused (the table is)
         with VerticalScroll(id="compare-boxes", can_focus=False):
             yield BoxRows(id="box-rows")
@@ -148,14 +157,19 @@ class CompareScreen(Screen):
         rows = {r["name"]: r for r in self.builder.comparison()}
         box = {name: i for i, name in enumerate(rows, 1)}
         shown = [self.display_name(name) for name in self.all_names]
-        width = self.app.size.width - 2   # the table's scroll bar, a margin
+        width = self.table_width(table, len(shown) + 1)
         fitted = fit(columns, [[spaced(c) for c in line] for line in self.lines(columns, rows, box, shown)], width)
-        if fitted.name_width:
-            shown = cut_names(shown, fitted.name_width)
-        lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
         compared = [r for r in self.records if r not in self.others]
+        if fitted.name_width:   # a name's start its run's title says may go (the title line names it)
+            one_run = not shown or not shown[0].startswith("#")
+            shown = cut_names(shown, fitted.name_width,
+                              {"" if one_run else f"#{r.id} ": r.title for r in compared})
+        lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
         title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
+        notes = ranking_lines(list(rows.values()), box, self.runs_alone(compared, box) if len(compared) > 1 else None)
+        self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
+        self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
         # every width given: DataTable measures the others when it is next idle and does not
         # drop the lines it drew before that, so a table filled on mount showed its columns
@@ -166,6 +180,26 @@ class CompareScreen(Screen):
             table.add_row(*line, key=key, height=1)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
+
+    def table_width(self, table: DataTable, lines: int) -> int:
+        """The columns the table's cells have: the screen's, less its scroll bar when its
+        `lines` (the header's included) are more than it shows. Two columns were kept back
+        for a scroll bar that was not there: a table that fitted said it scrolled sideways
+        and cut names that fitted."""
+        shows = table.styles.max_height.resolve(self.app.size, self.app.size) if table.styles.max_height else lines
+        return self.app.size.width - (table.styles.scrollbar_size_vertical if lines > shows else 0)
+
+    def runs_alone(self, compared, box: dict) -> dict:
+        """Each compared run in rounds: its own rows (its same-round pairs, as `c` on it
+        alone compares them), named as this table names them."""
+        alone = {}
+        for record in compared:
+            if record.builder.rounds is None:
+                continue
+            alone[record.name] = [{**r, "name": f"#{record.id} {r['name']}",
+                                   "baseline": f"#{record.id} {r.get('baseline')}"}
+                                  for r in record.builder.comparison()]
+        return alone
 
     def lines(self, columns, rows: dict, box: dict, shown: list[str]) -> list[tuple]:
         """The table's cells, a line per variant (or one saying there is nothing yet)."""

@@ -103,31 +103,108 @@ def common_prefix(names: list[str]) -> str:
     return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
 
 
+def known_start(rest: str, title: str | None, shared: str) -> str:
+    """The start of a name the screen already says: the start every name shares, else its
+    run's title and separator (`simplenet-` of #1's simplenet-torchscript beside #2's
+    direct and bridge: the title line names #1 simplenet)."""
+    if shared:
+        return shared
+    return f"{title}-" if title and rest.startswith(f"{title}-") and len(rest) > len(title) + 1 else ""
+
+
 def run_tag(name: str) -> tuple[str, str]:
     """("#2 ", "simplenet-aoti") of "#2 simplenet-aoti"; ("", name) of a name without one."""
     tag, _, rest = name.partition(" ")
     return (tag + " ", rest) if rest and tag.startswith("#") else ("", name)
 
 
-def cut_names(names: list[str], width: int) -> list[str]:
+def telling(names: list[str]) -> list[set[int]]:
+    """Each name's positions that tell it from the others: those outside the "-" separated
+    words every one of `names` holds (`python`, `host` of direct-python-host and
+    bridge-python-host: `direct` and `bridge` tell them apart)."""
+    words = [name.split("-") for name in names]
+    if not words:
+        return []
+    shared = set(words[0]).intersection(*words[1:]) if len(names) > 1 else set(words[0])
+    found = []
+    for parts in words:
+        at, positions = 0, set()
+        for part in parts:
+            if part not in shared:
+                positions.update(range(at, at + len(part)))
+            at += len(part) + 1
+        found.append(positions)
+    return found
+
+
+def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None) -> list[str]:
     """Every name in `width` columns, told apart where cutting allows: the start all of them
     share after their run's "#2 " goes first (an ellipsis stands for it: the title names
-    the runs and their model), then each is cut in its middle where that leaves the most of
-    them distinct (the ends tell variants apart: -python-host, -12; the starts: bridge-,
-    aoti-); the run's tag is kept whole."""
+    the runs and their model), else the start that is its run's title (`titles`: "#2 " ->
+    simplenet; "" for names without a tag: `simplen…chscript` lost what told it from the
+    others' `direct`, `bridge` and kept what the title says), then each is cut around an
+    ellipsis where that leaves the most of them distinct, then the most of what tells them
+    apart (`direct…host`, not `direc…-host`, of direct-python-host beside bridge-python-host),
+    then with the fewest ellipses (of two runs' same name: `#1 …orchscript`, not
+    `#1 …to…hscript`), then nearest its middle; the run's tag is kept whole."""
     if all(len(n) <= width for n in names):
         return list(names)
     tags, rests = zip(*map(run_tag, names))
-    prefix = common_prefix(list(rests))
-    short = [tag + (("…" + rest[len(prefix):]) if prefix else rest) for tag, rest in zip(tags, rests)]
+    shared = common_prefix(list(rests))
+    known = [known_start(rest, (titles or {}).get(tag), shared) for tag, rest in zip(tags, rests)]
+    short = [tag + (("…" + rest[len(start):]) if start else rest) for tag, rest, start in zip(tags, rests, known)]
     balanced = (width - 1) // 2
+    long = [i for i, name in enumerate(short) if len(name) > width]
+    lead = [1 if start else 0 for start in known]   # the ellipsis standing for the known start
+    tells = [{p + lead[i] for p in found} for i, found in
+             enumerate(telling([name[len(tag) + lead[i]:] for i, (tag, name) in enumerate(zip(tags, short))]))]
 
     def cut(head: int) -> list[str]:
         return [tag + cut_name(name[len(tag):], width - len(tag), max(0, head - len(tag))) if len(name) > width
                 else name for tag, name in zip(tags, short)]
 
-    best = max(range(max(map(len, tags)), width), key=lambda h: (len(set(cut(h))), -abs(h - balanced)))
+    def kept(head: int) -> int:
+        """How many of the long names' telling positions the cut at `head` keeps."""
+        total = 0
+        for i in long:
+            room, rest = width - len(tags[i]), short[i][len(tags[i]):]
+            first = min(max(0, head - len(tags[i])), room - 1)
+            tail = room - 1 - first
+            total += sum(1 for p in tells[i] if p < first or (tail and p >= len(rest) - tail))
+        return total
+
+    best = max(range(max(map(len, tags)), width),
+               key=lambda h: (len(set(cut(h))), kept(h), -sum(n.count("…") for n in cut(h)), -abs(h - balanced)))
     return cut(best)
+
+
+def unranked_why(row: dict) -> str | None:
+    """Why a pair of one run in rounds is not ranked, in the log's terms (results.noise says
+    it at length): "4 of 4 rounds disturbed", "its interval 0.95–1.08 holds 1"; None when
+    its ratio ranks the two."""
+    from couplescope.results import paired
+
+    if row.get("cannot_rank"):
+        return f"{row['cannot_rank']} by other processes"
+    if row.get("ratio_low") is not None and not paired.resolves(row):
+        return f"its 95% interval {row['ratio_low']:.2f}–{row['ratio_high']:.2f} holds 1"
+    return None
+
+
+def ranking_lines(rows: list[dict], box: dict, runs_alone: dict | None = None) -> list[str]:
+    """Under the table: why a pair is not ranked, by box number (`cannot rank 1 vs 2: 4 of 4
+    rounds disturbed by other processes`). Several runs (`runs_alone`: a run's name -> its own
+    rows, named as in this table) are not paired by round, so their ratios are the medians':
+    the line says so, and which pairs a run alone could not rank (the same pair read
+    "cannot rank" compared alone and 4.67x beside another run)."""
+    if runs_alone is None:
+        return [f"cannot rank {box[r['name']]} vs {box[r['baseline']]}: {why}"
+                for r in rows if (why := unranked_why(r)) and r.get("baseline") in box]
+    lines = ["the ratios are of the medians (runs are not paired by round)"] if len(rows) > 1 else []
+    for run, own in runs_alone.items():
+        lines += [f"{run} alone cannot rank {box[r['name']]} vs {box[r['baseline']]}: {why}"
+                  for r in own if (why := unranked_why(r)) and r["name"] in box and r.get("baseline") in box]
+    return lines
 
 
 @dataclass

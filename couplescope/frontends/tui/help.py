@@ -17,11 +17,13 @@ KEYS = """\
   into the Pick view's export folder (`./couplescope-runs` when blank); the top line says
   "exporting" at once, then where it went
 - `c` compare the marked runs (all runs when none is marked), one task at a time
-  (inference calls, or training steps: `tab` switches); there `space` leaves a variant
-  out or puts it back, `escape` goes back, `c` again draws what has arrived since. Its
-  box plot: a row per variant, numbered as the table's `box` column; `█` the middle half
-  of the calls, `┃` the median, `├─┤` 5% to 95%; `▸464` a whisker cut at the plot's edge
-  that really ends at 464
+  (inference calls, or training steps: `tab` switches when the runs hold both); there
+  `space` leaves a variant out or puts it back, `escape` goes back, `c` again draws what
+  has arrived since. Under the table, why a pair is not ranked (`cannot rank 1 vs 2: 4
+  of 4 rounds disturbed by other processes`); several runs are not paired by round, so
+  their ratios are the medians'. Its box plot: a row per variant, numbered as the
+  table's `box` column; `█` the middle half of the calls, `┃` the median, `├─┤` 5% to
+  95%; `▸4.78 ms` a whisker cut at the plot's edge that really ends at 4.78 ms
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)
