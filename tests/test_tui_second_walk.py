@@ -313,3 +313,17 @@ async def test_a_name_loses_the_part_its_run_s_title_says_not_what_tells_it_apar
         assert len(set(shown.values())) == len(shown), shown
         assert "bridg" in shown["#1 simplenet-bridge-torchscript"], shown   # what tells it from #1's other
         assert shown["#1 simplenet-torchscript"].endswith("torchscript"), shown
+
+
+async def test_an_array_in_the_log_is_never_split_between_two_lines():
+    app = CoupleScopeApp(load_catalogue=False)
+    array = "[4.9997 0.9997 2.0003 3.     4.0003]"
+    async with app.run_test(size=(80, 24)) as pilot:
+        for lead in range(30, 70, 7):             # the array at every place of the line
+            app.note(f"{'x' * lead}: [training] PASSED gives {array}; expected 5,1,2,3,4", "info")
+        await pilot.press("t")
+        log = app.query_one("#log")
+        await until(pilot, lambda: len(log.lines) >= 6, "the log drawn")
+        lines = [strip.text.rstrip() for strip in log.lines]
+        assert sum(array in line for line in lines) == 6, lines
+        assert all(len(line) <= log.scrollable_content_region.width for line in lines), lines

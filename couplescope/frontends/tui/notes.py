@@ -7,8 +7,6 @@ are tested without an app.
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from couplescope.frontends import formatting as fmt
 
 #: the most lines of a worker's output the log shows
@@ -38,10 +36,10 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
     if kind == "worker_output" and shows_output(record, variant):
         lines = (ev.get("lines") or [])[-OUTPUT_LINES:]
         more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
-        return [(f"{variant} printed{more}:\n" + "\n".join(escape(line) for line in lines), "info")]
+        return [(f"{variant} printed{more}:\n" + "\n".join(lines), "info")]   # text: the log is no markup
     if kind == "variant_finished" and (ev.get("summary") or {}).get("training"):
         word, text = training_verdict(ev["summary"]["training"])
-        return [(f"{variant}: {escape(text)}", "error" if word == "FAILED" else "info")] if text else []
+        return [(f"{variant}: {text}", "error" if word == "FAILED" else "info")] if text else []
     if kind == "rounds_planned":
         return [(f"interleaved: {ev['rounds']} rounds, the variants' order shuffled in each "
                  f"(order seed {ev['seed']})", "info")]

@@ -9,7 +9,11 @@ shows less.
 
 from __future__ import annotations
 
+import re
+
+from rich.text import Text
 from textual.widgets import RichLog, Static
+
 
 def _num(value, suffix: str = "", fmt: str = "{:.0f}") -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -144,5 +148,53 @@ class DiagnosticsLog(RichLog):
         self.anchor()
 
     def note(self, text: str, level: str = "info") -> None:
-        style = {"warning": "yellow", "error": "red"}.get(level, "")
-        self.write(f"[{style}]{text}[/]" if style else text)
+        """A line, as text (brackets are the worker's words, `[training]`, not markup),
+        wrapped with what a pair of brackets holds kept on one line (Whole)."""
+        self.write(Whole(text, {"warning": "yellow", "error": "red"}.get(level, "")))
+
+
+#: a word, or what a pair of brackets holds with what sticks to it (an array: [5. 1. 2.];)
+WORD = re.compile(r"\S*\[[^\[\]]*\]\S*|\S+")
+
+
+def wrap_whole(text: str, width: int) -> list[str]:
+    """`text` in lines of `width`, broken between words only, an array's numbers never
+    split between two lines ("input 1..5 gives [4.9997 0.9997 2.0003" / "3. 4.0003]"
+    read as two arrays); a word longer than the width is broken at its spaces, then cut."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in WORD.findall(paragraph):
+            if len(word) > width:
+                pieces = [p for p in re.split(r"(?<=\S) +", word) if p] if " " in word else [word]
+            else:
+                pieces = [word]
+            for piece in pieces:
+                while len(piece) > width:   # one number wider than the log: cut, never lost
+                    if line:
+                        lines.append(line)
+                    lines.append(piece[:width])
+                    line, piece = "", piece[width:]
+                if line and len(line) + 1 + len(piece) > width:
+                    lines.append(line)
+                    line = piece
+                else:
+                    line = f"{line} {piece}" if line else piece
+        lines.append(line)
+    return lines
+
+
+class Whole:
+    """A log line that wraps itself at the width it is drawn in (RichLog renders a line at
+    its width when it knows it, later when the view is first shown), by wrap_whole."""
+
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text, self.style = text, style
+
+    def __rich_console__(self, console, options):
+        yield Text("\n".join(wrap_whole(self.text, max(1, options.max_width))), style=self.style)
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement(1, min(options.max_width, max(map(len, self.text.splitlines() or [""]))))

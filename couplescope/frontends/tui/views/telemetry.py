@@ -19,7 +19,7 @@ diagnostics in plain words: sampled by this process, never inside the worker."""
 
     def compose(self) -> ComposeResult:
         yield TelemetryPanel(id="telemetry-panel", classes="telemetry")
-        yield DiagnosticsLog(id="log", markup=True, wrap=True)
+        yield DiagnosticsLog(id="log", wrap=True)
 
     def on_mount(self) -> None:   # (AppView's on_mount runs too, by Textual)
         # the latest sample of the shown run per node (None: the parent's sampler), not drawn yet
