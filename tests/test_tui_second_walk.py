@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Select, SelectionList
 from couplescope.core import request
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
-from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, text
+from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
@@ -327,3 +327,34 @@ async def test_an_array_in_the_log_is_never_split_between_two_lines():
         lines = [strip.text.rstrip() for strip in log.lines]
         assert sum(array in line for line in lines) == 6, lines
         assert all(len(line) <= log.scrollable_content_region.width for line in lines), lines
+
+
+# -- 10. the top line, the grad mode of a training run, the watch table's header -----------------
+
+async def test_the_top_line_says_r_runs_what_the_form_describes_once_it_describes_a_run():
+    app = CoupleScopeApp(RunOptions(model="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.query_one("#status")
+        await until(pilot, lambda: "r runs what the line beside Run" in str(status.render()), str(status.render()))
+        app.query_one("#model", Select).clear()         # nothing to run now
+        await until(pilot, lambda: "pick a model or a preset" in str(status.render()), str(status.render()))
+
+
+async def test_a_training_form_says_what_its_forward_runs_with_not_a_grad_mode():
+    app = CoupleScopeApp(RunOptions(preset=PRESET), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        grad = app.query_one("#grad_mode", Select)
+        await until(pilot, lambda: grad.prompt == "training: forward with gradients", grad.prompt)
+        assert grad.disabled
+        app.query_one("#task", Select).value = "infer"   # inference: the grad mode means something again
+        await until(pilot, lambda: grad.prompt == "no_grad (default)" and not grad.disabled, grad.prompt)
+
+
+async def test_a_training_run_s_table_header_says_loss_from_its_start(held):
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.active is not None, "the run going")
+        await pilot.pause()
+        header = text(app, "#iterations-header")
+        assert "loss" in header and "max rel err" not in header, header

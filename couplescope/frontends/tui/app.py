@@ -38,6 +38,10 @@ from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
+#: the top line before the first run: whether the form describes a run (the form says
+#: which, FormChanged); with --model given it still said to pick one
+HINTS = {False: "couplescope: pick a model or a preset, then press r",
+         True: "couplescope: r runs what the line beside Run (at the bottom) says; ? help"}
 #: what the status line says when a variant reaches these events
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
@@ -121,7 +125,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static("couplescope: pick a model or a preset, then press r", id="status")
+        yield Static(HINTS[False], id="status")
         self._views = [view() for view in self.view_types]
         with TabbedContent(initial=self.view_types[0].tab_id(), id="tabs"):
             yield from self._views
@@ -382,6 +386,13 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         worker = event.worker
         if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
             self.note(f"{worker.group}: {worker.error}", "error")
+
+    @m.while_shown
+    def on_form_changed(self, msg: m.FormChanged) -> None:
+        """Before the first run, the top line says what `r` would do (a key that could not
+        act says why, and the next change of the form replaces that)."""
+        if not self.runs:
+            self.set_status(HINTS[msg.runnable])
 
     @m.while_shown
     def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:

@@ -17,10 +17,12 @@ from textual.validation import ValidationResult, Validator
 from textual.widgets import Checkbox, Input, Select
 from textual.widgets._select import SelectOverlay   # (Select's open list: no public name)
 
-from couplescope.frontends.tui.blanks import Blank, default_blank, offered
+from couplescope.frontends.tui.blanks import Blank, default_blank, offered as offered_choices
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.options import Option
 
+#: the option the backends list is (a list of boxes, not a field of the grid)
+BACKEND = "backend"
 #: what a number field accepts as it is typed (the declaration checks the value)
 _TYPED = {int: "integer", float: "number"}
 #: the characters a text field of its own form takes: letters stay free for the app's keys
@@ -108,6 +110,16 @@ class Flag(Checkbox):
         return Content.assemble(("[x]" if self.value else "[ ]", style))
 
 
+def offered(option) -> bool:
+    """Whether the form shows this option's field: always, or only where what it needs is
+    present (--nodes: a Slurm, srun on PATH). The command line takes it everywhere."""
+    if option.offered == "slurm":
+        from couplescope.backends.mpi import slurm
+
+        return slurm.present()
+    return True
+
+
 def sweep_choices(option: Option, choices=None) -> list[str]:
     """A sweep option's choices (its declared ones, or `choices` known at run time), and
     all of them at once (native,python: a variant each)."""
@@ -136,7 +148,7 @@ def widget_for(option: Option, value=None, choices=None, blank: Blank | None = N
     if option.kind is bool:
         return Flag(flag_label(blank), bool(value), id=option.name, compact=True, tooltip=option.help)
     if option.choices is not None or choices is not None:
-        choices = offered(sweep_choices(option, choices), blank)
+        choices = offered_choices(sweep_choices(option, choices), blank)
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
         return Choice([(c, c) for c in choices], id=option.name, compact=True, prompt=blank.words,

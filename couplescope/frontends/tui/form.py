@@ -22,15 +22,18 @@ from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import fields
 from couplescope.frontends.tui.backends_list import CheckList, heading
 from couplescope.frontends.tui.blanks import Blank, blank_for, offered as offered_choices
+from couplescope.frontends.tui.fields import BACKEND, offered
+from couplescope.frontends.tui.preset_fields import PresetFields, model_blank, name_blank, preset_values
 from couplescope.frontends.tui.run_line import run_line
-from couplescope.frontends.tui.messages import CatalogueLoaded
+from couplescope.frontends.tui.messages import CatalogueLoaded, FormChanged
 from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
 
-#: the option the backends list is (a list of boxes, not a field of the grid)
-BACKEND = "backend"
 #: where each group's grid goes: what to run first, then the backends list, then the rest
 FIRST_GROUP = declared.GROUPS[0]
+#: options a training step does not read (its forward runs with gradients), and what their
+#: field says then: "grad mode  no_grad (default)" meant nothing beside a training run
+INFERENCE_ONLY = {"grad_mode": "training: forward with gradients"}
 #: the narrowest labels' column: `size (layers)` and the like, known once the catalogue is read
 NARROWEST_LABELS = 14
 
@@ -41,46 +44,7 @@ def label_width() -> int:
     return max(NARROWEST_LABELS, *(len(o.short_label) for o in declared.OPTIONS if offered(o)))
 
 
-def model_blank(preset_values: dict | None) -> Blank:
-    """What the model list says with no model picked: the preset's models run, or one must be picked."""
-    if preset_values is None:
-        return Blank("(pick one)")
-    return blank_for(declared.get("model"), preset_values)
-
-
-def name_blank(preset_values: dict | None) -> Blank:
-    """The name field's blank: a preset of several variants keeps their names, and a name
-    typed there is put before each (core.request.build), as the Run line then shows."""
-    names = (preset_values or {}).get("name") or []
-    if len(names) > 1:
-        return Blank("the preset's; typed: NAME-<its name>")
-    return blank_for(declared.get("name"), preset_values)
-
-
-def offered(option) -> bool:
-    """Whether the form shows this option's field: always, or only where what it needs is
-    present (--nodes: a Slurm, srun on PATH). The command line takes it everywhere."""
-    if option.offered == "slurm":
-        from couplescope.backends.mpi import slurm
-
-        return slurm.present()
-    return True
-
-
-def preset_values(preset: str | None) -> dict | None:
-    """What the preset sets, by option (core.presets.values_by_option); None without one,
-    or for a preset file that cannot be read (the Run line says why)."""
-    if not preset:
-        return None
-    from couplescope.core import presets
-
-    try:
-        return presets.values_by_option(preset)
-    except UsageError:
-        return {}
-
-
-class PickForm(Vertical):
+class PickForm(PresetFields, Vertical):
     """Model, backends, size, device, dtype, layout, warm-up, iterations, threads, profiling, preset.
 
     The fields scroll (an 80x24 terminal cannot show them all); the line saying what will
@@ -104,6 +68,7 @@ class PickForm(Vertical):
         self.backend_status: dict[str, str | None] = {}
 
     def on_mount(self) -> None:
+        self.show_task()
         if self._load_catalogue:
             self.load_catalogue()
 
@@ -232,10 +197,6 @@ class PickForm(Vertical):
         self._offer(declared.get("device"), keep=wanted if wanted in devices else None)
         self.update_size_hint()
 
-    def _fill_backends(self) -> None:
-        backends = (self.preset_values or {}).get(BACKEND, ())
-        self.query_one("#backends", CheckList).fill(self.backend_status, backends)
-
     def _offer(self, option, keep=None) -> None:
         """A list's choices (less the one its blank stands for) and its blank's words; the
         value picked stays when it is still offered (`keep`: pick this one)."""
@@ -248,66 +209,6 @@ class PickForm(Vertical):
             select.set_options([(c, c) for c in choices])
             if current in choices:
                 select.value = current
-
-    def show_preset(self, preset: str | None) -> None:
-        """Every blank field says what it means with this preset (or without one): its
-        value, marked `(preset)`, else the default; the lists stop offering what their
-        blank already is; the backends the preset runs are marked."""
-        self.preset_values = preset_values(preset)
-        for option in declared.OPTIONS:
-            if option.name == BACKEND or not offered(option):
-                continue
-            widget = self.query_one(f"#{option.name}")
-            if isinstance(widget, Select):
-                self._offer(option)
-            elif isinstance(widget, fields.Flag):
-                widget.label = fields.flag_label(self.blank(option))
-            else:
-                widget.placeholder = self.blank(option).words
-        self.query_one("#backends-heading", Label).update(Text(heading(preset)))
-        self._fill_backends()
-        self.update_size_hint()
-
-    def clear_what_the_preset_sets(self, values: dict) -> None:
-        """A preset chosen in the form: the fields it sets show its values, not what was
-        typed or ticked before it (iterations 200 and a ticked torchscript stayed, and
-        read as the preset's). A field filled in afterwards overrides it, as an option does
-        on the command line; the fields it does not set keep what they hold."""
-        for option in declared.OPTIONS:
-            if not values.get(option.name) or not offered(option):
-                continue
-            if option.name == BACKEND:
-                with self.prevent(SelectionList.SelectedChanged):
-                    self.query_one("#backends", SelectionList).deselect_all()
-                continue
-            widget = self.query_one(f"#{option.name}")
-            with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
-                if isinstance(widget, Select):
-                    widget.clear()
-                elif isinstance(widget, Checkbox):
-                    widget.value = False
-                else:
-                    widget.value = ""
-
-    def overridden(self) -> list[str]:
-        """The preset's settings a field overrides, in words for the Run line: `iterations
-        50 in place of 10000 (preset)` (the field no longer shows the preset's value)."""
-        if not self.preset_values:
-            return []
-        words = []
-        for option in declared.OPTIONS:
-            if (option.name in (BACKEND, "model", "name") or not self.preset_values.get(option.name)
-                    or not offered(option)):
-                continue
-            widget = self.query_one(f"#{option.name}")
-            try:
-                value = fields.read(option, widget)
-            except UsageError:
-                continue
-            if value is not None:
-                shown = widget.value if isinstance(widget, (Input, Select)) else "on"
-                words.append(f"{option.short_label} {shown} in place of {self.blank(option).words}")
-        return words
 
     def update_size_hint(self) -> None:
         """The size field's blank and label: the preset's size, else the model's own (the
@@ -327,6 +228,26 @@ class PickForm(Vertical):
         else:
             size.placeholder = "model's own"
         label.update(f"size ({info['size_name']})" if info else "size")
+
+    def task(self) -> str:
+        """What the variants will do: the task field's, else the preset's (when all its
+        variants train), else infer."""
+        value = self.query_one("#task", Select).value
+        if isinstance(value, str):
+            return value
+        tasks = (self.preset_values or {}).get("task") or []
+        return tasks[0] if len(tasks) == 1 else "infer"
+
+    def show_task(self) -> None:
+        """A field a training step does not read says so and takes no value (INFERENCE_ONLY)."""
+        training = self.task() == "train"
+        for name, words in INFERENCE_ONLY.items():
+            select = self.query_one(f"#{name}", Select)
+            if training:
+                with self.prevent(Select.Changed):
+                    select.clear()
+            select.prompt = words if training else self.blank(declared.get(name)).words
+            select.disabled = training
 
     # -- reading the form --------------------------------------------------------------
     def options(self) -> RunOptions:
@@ -371,7 +292,9 @@ class PickForm(Vertical):
         except UsageError as exc:
             preview.update(f"[b]will not run:[/] {escape(str(exc))}")
             self.show_resolved(())
+            self.post_message(FormChanged(False))
             return
+        self.post_message(FormChanged(True))
         preset = self.preset_values
         preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
                                 (preset or {}).get(BACKEND, ()) if preset is not None else None,
@@ -405,6 +328,8 @@ class PickForm(Vertical):
             self.show_preset(preset)
         if event.select.id == "model":
             self.update_size_hint()
+        if event.select.id in ("preset", "task"):
+            self.show_task()
         self.refresh_preview()
 
     def on_input_changed(self, event: Input.Changed) -> None:

@@ -53,6 +53,14 @@ class Exported(RunMessage):
         self.error = error
 
 
+class FormChanged(Message):
+    """The form's Run line was drawn again: whether `r` would run something now."""
+
+    def __init__(self, runnable: bool) -> None:
+        super().__init__()
+        self.runnable = runnable
+
+
 class CatalogueLoaded(Message):
     """Models (with default sizes), backend availability and devices, read off the UI thread."""
 

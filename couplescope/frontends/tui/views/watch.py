@@ -77,6 +77,8 @@ gives 5 1 2 3 4)."""
         self.query_one(IterationsTable).clear_rows()
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
         self.query_one(ProgressBar).update(total=1, progress=0)
+        training = all(spec.task == "train" for spec in record.specs)
+        self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
         variants = f"{len(record.specs)} variants" if len(record.specs) > 1 else record.specs[0].label
         self.query_one(StatsPanel).waiting(f"{record.name}: starting {variants} (worker, model); "
                                            "the line at the top says what it is doing")
@@ -96,9 +98,6 @@ gives 5 1 2 3 4)."""
             for ev in events:   # a multi-node job's nodes each send their own
                 self._samples[ev.get("node")] = ev.get("sample") or {}
         elif kind in ("run_started", "round_started"):   # a variant starts, or takes its turn
-            if kind == "run_started" and events[0]["variant"] == self._shown:
-                self._shown = None   # its spec came with it (a first round's round_started has
-                                     # none): switched again, for a training run's table header
             self._dirty = True
         else:                         # a variant ended: its final state at once
             self._dirty = True
@@ -109,7 +108,9 @@ gives 5 1 2 3 4)."""
         variant's first round has none yet: its worker is starting; the plot says so)."""
         variant = record.builder.variants.get(name)
         calls = variant.iterations if variant is not None else []
-        training = ((variant.spec if variant is not None else None) or {}).get("task") == "train"
+        # the request's spec: a variant's own comes with its run_started, after its first
+        # round has begun (the header said "max rel err" over a training variant till then)
+        training = any(spec.label == name and spec.task == "train" for spec in record.specs)
         self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
         self._shown = name
         self.query_one(TimePlot).reset(name, calls)
