@@ -358,3 +358,52 @@ async def test_a_training_run_s_table_header_says_loss_from_its_start(held):
         await pilot.pause()
         header = text(app, "#iterations-header")
         assert "loss" in header and "max rel err" not in header, header
+
+
+# -- 9. how the app ends ------------------------------------------------------------------------
+
+async def test_ctrl_c_during_a_run_saves_it_and_exits_130_as_on_the_command_line(stopped_mid_variant, tmp_path):
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, stopped_mid_variant.is_set, "calls measured")
+        await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app._exit, "the app closing")
+    assert app.exit_code == 130 and app.return_code == 130
+    assert app.runs[1].export_path and app.runs[1].export_path.startswith(str(tmp_path))
+    assert any("saved to" in line for line in app.farewell), app.farewell
+
+
+async def test_q_while_a_run_goes_says_it_stops_the_worker_before_it_closes(held):
+    from couplescope.core.replay import PlayedWorker
+
+    stop = PlayedWorker.stop
+    stopping = threading.Event()
+    PlayedWorker.stop = lambda self, timeout=0.0: (stopping.wait(60), stop(self, timeout))[1]
+    try:
+        app = replay_app("two-backends")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("r")
+            await until(pilot, lambda: app.active is not None, "the run going")
+            await pilot.press("q")
+            await until(pilot, lambda: type(app.screen).__name__ == "QuitScreen", app.screen)
+            await pilot.press("y")                   # yes: the worker is being stopped, and it says so
+            await until(pilot, lambda: "stopping the worker of #1" in text(app, "#status"), text(app, "#status"))
+            assert not app._exit
+            stopping.set()
+            await until(pilot, lambda: app._exit, "the app closing once the worker has gone")
+    finally:
+        PlayedWorker.stop = stop
+        stopping.set()
+
+
+def test_the_command_ends_at_once_after_the_app_running_its_exit_handlers():
+    import subprocess
+    import sys
+
+    code = ("import atexit; atexit.register(lambda: print('handlers ran', flush=True)); "
+            "from couplescope.frontends.tui import leave; leave(7)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 7 and done.stdout == "handlers ran\n", (done.returncode, done.stdout, done.stderr)

@@ -31,9 +31,12 @@ def main(argv=None) -> int:
         interactive = args.tui or (argv is None and len(sys.argv) == 1 and sys.stdin.isatty()
                                    and sys.stdout.isatty())
         if interactive:   # the app handles its signals in its own event loop
-            from couplescope.frontends.tui import launch
+            from couplescope.frontends.tui import launch, leave
 
-            return launch(options_from(args), recording=_recording(args))
+            code = launch(options_from(args), recording=_recording(args))
+            if argv is None:   # the command itself: no blank terminal while Python tears down
+                leave(code)
+            return code
         with signals_end_the_run():
             return _dispatch(args)
     except (UsageError, WriteError) as exc:

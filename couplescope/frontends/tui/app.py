@@ -79,9 +79,11 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         Binding("q", "quit", "quit", priority=True,
                 tooltip="quit. While a run goes, or when runs that measured something are not "
                         "exported, it asks first, since quitting loses them (a second q quits)."),
-        Binding("ctrl+c", "quit_now", "quit", priority=True, show=False,
-                tooltip="quit at once, from anywhere (a field that takes words included). A running "
-                        "worker is stopped first; no process is left behind."),
+        Binding("ctrl+c", "interrupt", "quit", priority=True, show=False,
+                tooltip="quit at once, from anywhere (a field that takes words included), as Ctrl-C ends "
+                        "a run on the command line: the run going is stopped, every run not exported is "
+                        "saved (to the export field's folder, else ./couplescope-runs; the terminal says "
+                        "where), and the exit code is 130 when a run was going, else 0."),
         Binding("escape", "leave_field", "leave the field", show=False,
                 tooltip="the focus leaves the field it is in for the tab bar (where the arrow keys "
                         "switch views and tab goes back into the view, to its first field)."),
@@ -119,6 +121,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self.exit_code = 0
         self.farewell: list[str] = []             # printed after the app has closed
         self._ending: int | None = None           # the signal ending the app
+        self._quitting = False                    # q said yes while a run went: its worker is being stopped
         self._followers: dict[str, list[AppView]] = {}
         self._views: list[AppView] = []           # made in compose
         self._focus_in: dict[str, object] = {}    # view id -> the widget focused when it was left
@@ -321,8 +324,33 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
             await self.action_quit_now()
 
     async def action_quit_now(self) -> None:
-        self.stop_everything()
+        """Quit, losing what q asked about. A run going is stopped first, on a thread, the top
+        line saying so (the screen froze, then went blank, while its worker was ended), and
+        its end closes the app (on_run_ended)."""
+        if self.active is not None and not self.active.done.is_set():
+            self._quitting = True
+            self.active.stopping = True
+            self.set_status(f"quitting: stopping the worker of {self.active.name} ...")
+            self.stop_session(self.active)
+            return
         self.exit()
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: what Ctrl-C does on the command line (an interrupted run exits 130, what it
+        measured kept and exported): the run going stops, every run not exported is saved,
+        and the app closes, 130 when a run was going, else 0. It exited 0 and lost them."""
+        if self._ending is not None or self._quitting:
+            return   # already ending: a second ctrl+c changes nothing
+        if self.active is not None:
+            self.end_on_signal(signal.SIGINT)   # its RunEnded saves the runs and closes the app
+            return
+        unsaved = [r for r in self.runs.values() if not r.export_path and r.measured()]
+        if not unsaved:
+            self.exit()
+            return
+        self._ending = signal.SIGINT
+        self.set_status(f"saving {len(unsaved)} run(s) not exported, then closing ...")
+        self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
 
     def stop_everything(self) -> None:
         """End any worker process (its whole group); used by q and on exit."""
@@ -380,6 +408,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self.set_status(record.ending_words())
         if self._ending is not None:
             self._save_and_exit()
+        elif self._quitting and self.active is None:
+            self.exit()
 
     @m.while_shown
     def on_worker_state_changed(self, event) -> None:

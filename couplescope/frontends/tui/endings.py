@@ -1,5 +1,6 @@
 """How the app ends on a signal: SIGTERM (a batch time limit, kill) or SIGHUP (the
-terminal closed) saves every run not yet exported and exits 128 + the signal's number.
+terminal closed) saves every run not yet exported and exits 128 + the signal's number;
+so does ctrl+c (the app's key for SIGINT) when it stops a run going: 130.
 
 A part of the app (CoupleScopeApp inherits it): it reads the app's runs, options and
 farewell lines, and stops runs through the app's own `stop_session`.
@@ -17,7 +18,8 @@ from couplescope.protocol.errors import UsageError
 
 
 def signal_name(signum) -> str:
-    return signal.Signals(signum).name
+    """SIGTERM, SIGHUP; ctrl+c for SIGINT (the app's key: the terminal sends no signal)."""
+    return "ctrl+c" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 class SignalEndings:
@@ -83,6 +85,8 @@ class SignalEndings:
                 self.farewell.append(f"couplescope: run {record.name} not saved: {type(exc).__name__}: {exc}")
 
     def _save_and_exit(self) -> None:
+        """Save every run not exported, then close with the exit code the ending set (130
+        after ctrl+c stopped a run, 0 after one with none going: nothing was interrupted)."""
         self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
         self._export_unsaved()
         self.exit(return_code=self.exit_code)

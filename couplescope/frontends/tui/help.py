@@ -28,8 +28,9 @@ KEYS = """\
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)
 - `q` quit; while a run goes, or when runs are not exported, it asks first (quitting
-  loses them): `q` again quits, `escape` goes back. `ctrl+c` quits at once, stopping any
-  running worker first
+  loses them): `q` again quits, `escape` goes back. `ctrl+c` quits at once as Ctrl-C ends
+  a run on the command line: the run going stops, every run not exported is saved (the
+  terminal says where), and the exit code is 130 when a run was going
 - `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
 The keys work wherever the focus is: number fields take digits only. A field that takes
