@@ -269,6 +269,17 @@ async def test_a_pair_that_cannot_be_ranked_says_why_alone_and_beside_another_ru
         assert "#1 stride alone cannot rank 1 vs 2: 4 of 4 rounds disturbed" in shown, shown
 
 
+
+def test_a_pair_whose_interval_holds_one_is_said_not_ranked_as_the_log_says():
+    """The log (results.noise) says a pair whose 95% interval holds 1 cannot be ranked; the
+    compare screen says so under its table, with the interval."""
+    from couplescope.frontends.tui.compare_table import ranking_lines
+
+    rows = [{"name": "a", "baseline": "a", "ratio": 1.0},
+            {"name": "b", "baseline": "a", "ratio": 1.02, "ratio_low": 0.97, "ratio_high": 1.08},
+            {"name": "c", "baseline": "a", "ratio": 1.5, "ratio_low": 1.3, "ratio_high": 1.7}]
+    assert ranking_lines(rows, {"a": 1, "b": 2, "c": 3}) == ["cannot rank 2 vs 1: its 95% interval 0.97–1.08 holds 1"]
+
 # -- 6. the compare screen's keys and width -------------------------------------------------------
 
 async def test_a_training_compare_that_fits_says_nothing_of_scrolling_and_tab_says_why_not():
