@@ -1,6 +1,6 @@
-"""The app's messages: a run's events arriving, a run ending or exported, the catalogue read.
+"""The app's messages: a run's events arriving, a run ending or exported, the catalogue read, the form changed.
 
-They are posted from other threads (`App.post_message` is thread-safe) and handled on
+Most are posted from other threads (`App.post_message` is thread-safe) and handled on
 the UI thread. Every run message carries the run id, so a late message from an earlier
 run can never be drawn into a later one.
 """
