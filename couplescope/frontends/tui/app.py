@@ -42,6 +42,8 @@ from couplescope.protocol.errors import UsageError
 #: which, FormChanged); with --model given it still said to pick one
 HINTS = {False: "couplescope: pick a model or a preset, then press r",
          True: "couplescope: r runs what the line beside Run (at the bottom) says; ? help"}
+#: the top line before the first run with --replay: r plays the recording, whatever the form says
+REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
 #: what the status line says when a variant reaches these events
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
@@ -422,7 +424,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         """Before the first run, the top line says what `r` would do (a key that could not
         act says why, and the next change of the form replaces that)."""
         if not self.runs:
-            self.set_status(HINTS[msg.runnable])
+            self.set_status(REPLAY_HINT if self.recording else HINTS[msg.runnable])
 
     @m.while_shown
     def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:

@@ -196,7 +196,7 @@ class CompareScreen(Screen):
         for record in compared:
             if record.builder.rounds is None:
                 continue
-            alone[record.name] = [{**r, "name": f"#{record.id} {r['name']}",
+            alone[f"#{record.id}"] = [{**r, "name": f"#{record.id} {r['name']}",
                                    "baseline": f"#{record.id} {r.get('baseline')}"}
                                   for r in record.builder.comparison()]
         return alone

@@ -156,8 +156,12 @@ def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None
     balanced = (width - 1) // 2
     long = [i for i, name in enumerate(short) if len(name) > width]
     lead = [1 if start else 0 for start in known]   # the ellipsis standing for the known start
-    tells = [{p + lead[i] for p in found} for i, found in
-             enumerate(telling([name[len(tag) + lead[i]:] for i, (tag, name) in enumerate(zip(tags, short))]))]
+    words = [name[len(tag) + lead[i]:] for i, (tag, name) in enumerate(zip(tags, short))]
+    # what tells the names to be cut apart (bridge, direct of two -python-host names), else
+    # (they read the same) what tells them from the others
+    among = long if len({words[i] for i in long}) > 1 else range(len(words))
+    found = dict(zip(among, telling([words[i] for i in among])))
+    tells = [{p + lead[i] for p in found.get(i, ())} for i in range(len(words))]
 
     def cut(head: int) -> list[str]:
         return [tag + cut_name(name[len(tag):], width - len(tag), max(0, head - len(tag))) if len(name) > width
@@ -198,13 +202,22 @@ def ranking_lines(rows: list[dict], box: dict, runs_alone: dict | None = None) -
     the line says so, and which pairs a run alone could not rank (the same pair read
     "cannot rank" compared alone and 4.67x beside another run)."""
     if runs_alone is None:
-        return [f"cannot rank {box[r['name']]} vs {box[r['baseline']]}: {why}"
-                for r in rows if (why := unranked_why(r)) and r.get("baseline") in box]
+        return unranked_lines(rows, box, "cannot rank")
     lines = ["the ratios are of the medians (runs are not paired by round)"] if len(rows) > 1 else []
     for run, own in runs_alone.items():
-        lines += [f"{run} alone cannot rank {box[r['name']]} vs {box[r['baseline']]}: {why}"
-                  for r in own if (why := unranked_why(r)) and r["name"] in box and r.get("baseline") in box]
+        lines += unranked_lines([r for r in own if r["name"] in box], box, f"{run} alone cannot rank")
     return lines
+
+
+def unranked_lines(rows: list[dict], box: dict, words: str) -> list[str]:
+    """A line per baseline and reason, the pairs' boxes together (`cannot rank 2, 3, 4 vs
+    1: ...`): a line a pair filled the lines under the table, and the fourth was cut."""
+    grouped: dict[tuple, list[str]] = {}
+    for r in rows:
+        why = unranked_why(r)
+        if why and r.get("baseline") in box and r["name"] in box:
+            grouped.setdefault((box[r["baseline"]], why), []).append(str(box[r["name"]]))
+    return [f"{words} {', '.join(boxes)} vs {base}: {why}" for (base, why), boxes in grouped.items()]
 
 
 @dataclass

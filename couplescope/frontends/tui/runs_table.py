@@ -20,14 +20,15 @@ COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "f
 
 
 def run_cell(record) -> Text:
-    """`* #2 simplenet-train  preset, train: torchscript, bridge` (`*`: marked for compare),
+    """`* #2 simplenet  train: torchscript, bridge` (`*`: marked for compare),
     cut at the end to fit."""
-    text = f"{'*' if record.selected else ' '} {record.name}  {record.what_ran()}"
+    named = f"{'*' if record.selected else ' '} {record.name}  "
+    text = named + record.what_ran(RUN_WIDTH - len(named))
     if len(text) > RUN_WIDTH:
         text = text[:RUN_WIDTH - 1] + "…"
-    named = Text(text)
-    named.stylize("bold", 0, min(len(record.name) + 2, len(text)))
-    return named
+    cell = Text(text)
+    cell.stylize("bold", 0, min(len(record.name) + 2, len(text)))
+    return cell
 
 
 class RunsTable(DataTable):
