@@ -419,3 +419,22 @@ def test_the_command_ends_at_once_after_the_app_running_its_exit_handlers():
             "from couplescope.frontends.tui import leave; leave(7)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 7 and done.stdout == "handlers ran\n", (done.returncode, done.stdout, done.stderr)
+
+
+async def test_a_lone_variant_s_name_has_the_room_its_ratio_took(stopped_mid_variant):
+    """A training run stopped in its first variant: compare shows that variant alone, and
+    its 1.00x took the room its name needed (`…idge-torchscript`)."""
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, stopped_mid_variant.is_set, "calls measured")
+        await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await open_compare(pilot)
+        table = app.screen.query_one("#compare-table", DataTable)
+        (name,) = app.screen.all_names
+        labels = [str(c.label).strip() for c in table.columns.values()]
+        assert "vs fastest" not in labels and "ratio" not in labels, labels    # nothing to compare with
+        shown, whole = str(table.get_row(name)[1]).strip(), app.screen.display_name(name)
+        assert shown in (whole, whole.replace("simplenet-", "…", 1)), shown

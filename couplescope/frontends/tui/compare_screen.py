@@ -136,9 +136,14 @@ class CompareScreen(Screen):
 
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
-        the name; the task's own columns; n last."""
-        return ["box", "variant", "checks", "median", "IQR", "vs fastest", *task_columns(self.compared_task),
-                *(["compile"] if self.compiled else []), "n"]
+        the name; the ratio where there is something to compare with (a lone variant's
+        1.00x took the room its name needed); the task's own columns; n last."""
+        return ["box", "variant", "checks", "median", "IQR", *(["vs fastest"] if self.ranks() else []),
+                *task_columns(self.compared_task), *(["compile"] if self.compiled else []), "n"]
+
+    def ranks(self) -> bool:
+        """Whether the table has two variants or more to compare (their ratio column)."""
+        return len(self.all_names) > 1
 
     def task_cells(self, r: dict) -> list[str]:
         if self.compared_task == "train":
@@ -213,7 +218,8 @@ class CompareScreen(Screen):
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
             lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
-                          fmt.seconds(r["iqr"]), ratio_cell(r), *self.task_cells(r), *compiled,
+                          fmt.seconds(r["iqr"]), *([ratio_cell(r)] if self.ranks() else []),
+                          *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:
             lines.append(("", "no timed iterations in these runs yet", *[""] * (len(columns) - 2)))
