@@ -95,6 +95,8 @@ async def test_preset_from_the_form_runs_and_shows_passed_rows_and_statistics():
     app = make_app("--telemetry-hz", "0", load_catalogue=False)
     async with app.run_test(size=SIZE) as pilot:
         app.query_one("#preset", Select).value = "simplenet"          # load a preset in the form
+        # chosen (a state: the form shows it), it replaces what the fields it sets held; then typed
+        await wait_for(pilot, lambda: app.query_one("#form").preset_shown == "simplenet", what="the preset shown")
         app.query_one("#iterations", Input).value = "25"
         app.query_one("#warmup", Input).value = "2"
         app.query_one("#profile_iterations", Input).value = "0"
