@@ -337,23 +337,6 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
             return
         self.exit()
 
-    def action_interrupt(self) -> None:
-        """ctrl+c: what Ctrl-C does on the command line (an interrupted run exits 130, what it
-        measured kept and exported): the run going stops, every run not exported is saved,
-        and the app closes, 130 when a run was going, else 0. It exited 0 and lost them."""
-        if self._ending is not None or self._quitting:
-            return   # already ending: a second ctrl+c changes nothing
-        if self.active is not None:
-            self.end_on_signal(signal.SIGINT)   # its RunEnded saves the runs and closes the app
-            return
-        unsaved = [r for r in self.runs.values() if not r.export_path and r.measured()]
-        if not unsaved:
-            self.exit()
-            return
-        self._ending = signal.SIGINT
-        self.set_status(f"saving {len(unsaved)} run(s) not exported, then closing ...")
-        self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
-
     def stop_everything(self) -> None:
         """End any worker process (its whole group); used by q and on exit."""
         for record in self.runs.values():

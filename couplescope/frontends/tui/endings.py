@@ -1,6 +1,6 @@
 """How the app ends on a signal: SIGTERM (a batch time limit, kill) or SIGHUP (the
 terminal closed) saves every run not yet exported and exits 128 + the signal's number;
-so does ctrl+c (the app's key for SIGINT) when it stops a run going: 130.
+so does ctrl+c (the app's key for SIGINT: action_interrupt) when it stops a run going: 130.
 
 A part of the app (CoupleScopeApp inherits it): it reads the app's runs, options and
 farewell lines, and stops runs through the app's own `stop_session`.
@@ -38,6 +38,23 @@ class SignalEndings:
             self.stop_session(self.active)   # its RunEnded finishes the job
         else:
             self._save_and_exit()
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: what Ctrl-C does on the command line (an interrupted run exits 130, what it
+        measured kept and exported): the run going stops, every run not exported is saved,
+        and the app closes, 130 when a run was going, else 0. It exited 0 and lost them."""
+        if self._ending is not None or self._quitting:
+            return   # already ending: a second ctrl+c changes nothing
+        if self.active is not None:
+            self.end_on_signal(signal.SIGINT)   # its RunEnded saves the runs and closes the app
+            return
+        unsaved = [r for r in self.runs.values() if not r.export_path and r.measured()]
+        if not unsaved:
+            self.exit()
+            return
+        self._ending = signal.SIGINT
+        self.set_status(f"saving {len(unsaved)} run(s) not exported, then closing ...")
+        self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
 
     def hang_up(self, signum, frame) -> None:
         """SIGHUP: the terminal is gone, and with it any way to draw or to tear the app
