@@ -327,6 +327,7 @@ def test_runs_from_inside_the_source_checkout():
     (["--model", "simplenet", "--input-shape", "3,3"], "--input-shape applies to a .pt or .py model"),
     (["--model", "simplenet", "--bridge-model", "eager"], "--bridge-model applies to --backend bridge"),
     (["--model", "simplenet", "--ranks", "4"], "--ranks applies to --backend mpi"),
+    (["--model", "simplenet", "--task", "train", "--grad-mode", "inference"], "--grad-mode applies to --task infer"),
 ])
 def test_options_that_apply_to_nothing_are_refused(command, args, message):
     r = command(*args, *FAST)

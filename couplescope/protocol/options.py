@@ -109,8 +109,9 @@ OPTIONS: tuple[Option, ...] = (
            _WHAT, hosts=("ftorch", "forpy", "pytorch-fortran"), metavar="COMPILER", label="Fortran compiler",
            default_text="$FC, else gfortran (the library hosts)"),
     Option("grad_mode", str, "no_grad", "guard around forward: no_grad (as FTorch's "
-           "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain)",
-           _WHAT, choices=GRAD_MODES, metavar="MODE"),
+           "AutoGradMode(false)) or inference (torch's InferenceMode: what FTorch would gain); "
+           "a training step's forward runs with gradients", _WHAT, choices=GRAD_MODES, tasks=("infer",),
+           metavar="MODE"),
     Option("bridge_model", str, "torchscript", "what the bridge module runs: eager (the Python "
            "runtime), torchscript (a TorchScript file) or compiled (the Python runtime under "
            "torch.compile)", _WHAT, choices=BRIDGE_MODELS, backends=(BRIDGE_BACKEND,), metavar="NAME",
