@@ -210,6 +210,18 @@ async def test_history_tells_runs_of_one_model_apart_within_80_columns():
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
 
 
+async def test_space_in_an_empty_history_says_why_as_the_other_keys_do():
+    """Found by the third walk-through: c, e and s said why they could not act; space did
+    nothing and said nothing."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await pilot.pause()
+        await pilot.press("space")
+        await until(pilot, lambda: any("no run to mark yet" in n.message for n in app._notifications),
+                    "space's refusal")
+
+
 # -- 8. text whole: the export path readable ---------------------------------------------------
 
 async def test_the_export_path_is_not_left_under_a_toast(tmp_path, monkeypatch):

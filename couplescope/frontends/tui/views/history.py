@@ -87,9 +87,11 @@ fastest median, whether it was exported. Export writes results.json, events.json
 
     def action_toggle_mark(self) -> None:
         record = self.highlighted()
-        if record is not None:
-            record.selected = not record.selected
-            self.run_changed(record)
+        if record is None:   # as c, e and s do, say why nothing happened
+            self.app.say_why_not("no run to mark yet: run something first (r)")
+            return
+        record.selected = not record.selected
+        self.run_changed(record)
 
 
 VIEW = HistoryView
