@@ -313,7 +313,7 @@ def call_counts(variant) -> str:
 
 
 #: what the statistics say before any run
-NO_RUN = "no run yet: pick a model or preset and press r"
+NO_RUN = "no run yet: r runs what Pick (p) shows"
 
 
 class StatsPanel(Static):
