@@ -163,6 +163,16 @@ def stopped_mid_variant(monkeypatch):
     return waiting
 
 
+async def run_and_stop_mid_variant(pilot, app, measured) -> None:
+    """r, then s once the first variant has measured calls (`measured`, the fixture's event)
+    and the app has drawn them; back when the stopped run has ended."""
+    await pilot.press("r")
+    await until(pilot, measured.is_set, "calls measured")
+    await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
+    await pilot.press("s")
+    await until(pilot, lambda: app.active is None, "the stopped run ended")
+
+
 def history_row(app, run_id: int) -> list[str]:
     return [str(cell).strip() for cell in app.main.query_one("#runs", DataTable).get_row(str(run_id))]
 
@@ -170,11 +180,7 @@ def history_row(app, run_id: int) -> list[str]:
 async def test_a_stopped_variant_reads_stopped_in_compare_and_in_history(stopped_mid_variant):
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, stopped_mid_variant.is_set, "calls measured")
-        await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await run_and_stop_mid_variant(pilot, app, stopped_mid_variant)
         await pilot.press("c")
         await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
         table = app.screen.query_one("#compare-table", DataTable)
@@ -208,18 +214,6 @@ async def test_history_tells_runs_of_one_model_apart_within_80_columns():
         assert "infer" in first and "torchscript" in first and "train" in second and "bridge" in second
         table = app.main.query_one("#runs", DataTable)
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
-
-
-async def test_space_in_an_empty_history_says_why_as_the_other_keys_do():
-    """Found by the third walk-through: c, e and s said why they could not act; space did
-    nothing and said nothing."""
-    app = CoupleScopeApp(load_catalogue=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("h")
-        await pilot.pause()
-        await pilot.press("space")
-        await until(pilot, lambda: any("no run to mark yet" in n.message for n in app._notifications),
-                    "space's refusal")
 
 
 # -- 8. text whole: the export path readable ---------------------------------------------------
@@ -438,11 +432,7 @@ async def test_a_lone_variant_s_name_has_the_room_its_ratio_took(stopped_mid_var
     its 1.00x took the room its name needed (`…idge-torchscript`)."""
     app = replay_app("training")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, stopped_mid_variant.is_set, "calls measured")
-        await until(pilot, lambda: app.runs[1].measured(), "calls drawn")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await run_and_stop_mid_variant(pilot, app, stopped_mid_variant)
         await open_compare(pilot)
         table = app.screen.query_one("#compare-table", DataTable)
         (name,) = app.screen.all_names

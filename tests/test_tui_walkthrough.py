@@ -301,3 +301,17 @@ async def test_every_key_of_the_footer_is_whole_at_80_columns_in_every_view_and_
             assert all(a.region.right <= b.region.x for a, b in zip(drawn, drawn[1:])), (keys, where)
             if keys == "c":
                 assert "task" in shown
+
+
+async def test_space_in_an_empty_history_says_why_as_the_other_keys_do():
+    """Found by the third walk-through: c, e and s said why they could not act; space did
+    nothing and said nothing."""
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await pilot.pause()
+        await pilot.press("space")
+        await until(pilot, lambda: any("no run to mark yet" in n.message for n in app._notifications),
+                    "space's refusal")
