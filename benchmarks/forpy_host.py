@@ -40,7 +40,9 @@ from ftorch_host import PHASES, couplescope_run, run_timer, summary, us
 
 #: the issue's target: the forpy host's median within this fraction of the timer's
 WITHIN = 0.15
-#: the timer's phase names, as couplescope's bridge names them
+#: the timer's phases in the rows of couplescope's nearest phases; they hold different things:
+#: the hosts count the module's from_numpy in marshal_in and its copy into the output in
+#: marshal_out, while the timer's call_py holds all of compute (see the note printed below)
 TIMER_PHASES = {"marshal_in": "marshal_in", "call_py": "forward", "destroy": "marshal_out"}
 
 
@@ -80,6 +82,9 @@ def main() -> None:
                                                   f"{runs[h][-1]['median'] / t:7.3f}" for h in hosts))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     summary(runs, PHASES["infer"], "forpy", within=WITHIN)
+    print("note: the timer's rows are its views and tuple, its call_py and its destroys; the hosts'\n"
+          "marshal_in also holds the module's from_numpy (cold after a forward) and their marshal_out\n"
+          "the module's copy into the output, which the timer counts in call_py: compare whole calls")
 
 
 if __name__ == "__main__":
