@@ -63,7 +63,7 @@ async def test_a_sweep_s_lines_are_named_as_the_table_names_the_variants():
         await run_replay(pilot)
         await pilot.press("c")
         await pilot.pause()
-        shown = app.screen.query_one("#compare-plot").render().plain
+        shown = str(app.screen.query_one("#compare-legend").render())   # the plot's key, under it
         assert "deep-linear-torchscript" in shown and "deep-linear-bridge-eager" in shown
         assert "bridge (eager)" not in shown
 
@@ -82,5 +82,5 @@ async def test_two_runs_of_one_sweep_are_a_line_each():
         assert sorted(map(tuple, screen.plotted)) == sorted(
             tuple(f"#{run} deep-linear-{coupling}-{n}" for n in (8, 16, 32))
             for run in (1, 2) for coupling in ("torchscript", "bridge-eager"))
-        shown = screen.query_one("#compare-plot").render().plain
+        shown = str(screen.query_one("#compare-legend").render())
         assert "#1 deep-linear-torchscript" in shown and "#2 deep-linear-torchscript" in shown

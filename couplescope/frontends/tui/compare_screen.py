@@ -19,17 +19,17 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, cut_names, fit, ranking_lines, spaced, task_columns,
-                                                      task_of, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, cut_names, fit, ranking_lines, spaced,
+                                                      task_columns, task_of, title_lines, verdict_text)
 from couplescope.frontends.tui.footer import SteadyFooter
-from couplescope.frontends.tui.watch_widgets import _unit
+from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
 from couplescope.results import labels, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
@@ -124,7 +124,9 @@ class CompareScreen(Screen):
         # the boxes scroll when there are more variants than rows; never focused (the table is)
         with VerticalScroll(id="compare-boxes", can_focus=False):
             yield BoxRows(id="box-rows")
-        yield PlotextPlot(id="compare-plot")
+        with Vertical(id="compare-sweep"):   # the key under the plot: in it, it covered lines
+            yield PlotextPlot(id="compare-plot")
+            yield PlotLegend(id="compare-legend")
         # compact, without the palette's key: every key fits an 80-column footer
         yield SteadyFooter(compact=True, show_command_palette=False)
 
@@ -271,10 +273,11 @@ class CompareScreen(Screen):
         """The boxes (a row each, box_rows.py), or a sweep's medians against size (plotext)."""
         plot = self.query_one("#compare-plot", PlotextPlot)
         boxes = self.query_one("#compare-boxes")
+        sweep = self.query_one("#compare-sweep")
         series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].steps] for r in rows}
         groups = self._sweep_groups(list(series)) if series else []
         self.plotted = groups if groups and self.by_size else None
-        plot.display = self.plotted is not None
+        sweep.display = self.plotted is not None
         boxes.display = self.plotted is None
         if self.plotted:
             plt = plot.plt
@@ -290,27 +293,35 @@ class CompareScreen(Screen):
                                      " (v: vs size)" if groups else "")
 
     def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
-        """Median vs size, one line per series, its 25th and 75th percentiles dotted."""
+        """Median vs size, one line per series, its 25th and 75th percentiles as dots at the
+        sizes measured. The dots are drawn first and the lines over them: plotext draws
+        in order, a cell taking the last mark, and the percentiles drawn as dotted lines
+        after the medians hid them (at 80x24 a whole median line). The key is under the
+        plot (#compare-legend), not over its lines."""
         variants = {n: self.builder.variants[n] for group in groups for n in group}
         unit, scale = _unit(max(sweeps.band(series[n])[1] for n in variants))   # the highest median's unit
-        all_sizes, medians, highs = [], [], []
+        lines, legend, all_sizes, medians, highs = [], [], [], [], []
         for k, group in enumerate(groups):
             sizes = [labels.size_of({"spec": variants[n].spec, "model": variants[n].model}) for n in group]
-            bands = [sweeps.band(series[n]) for n in group]
+            bands = [[value * scale for value in sweeps.band(series[n])] for n in group]
             color = SWEEP_COLORS[k % len(SWEEP_COLORS)]
+            for q in (0, 2):
+                plt.scatter(sizes, [b[q] for b in bands], color=color, marker=".")
+            lines.append((sizes, [b[1] for b in bands], color))
             run = group[0].split(" ", 1)[0]   # "#2"
             name = sweeps.series_name([{**variants[n].spec, "spec": variants[n].spec, "model": variants[n].model}
                                        for n in group])   # the names the table shows, less the size
-            plt.plot(sizes, [b[1] * scale for b in bands], color=color, marker="hd",
-                     label=f"{run} {name}" if len(self.records) > 1 else name)
-            for q in (0, 2):
-                plt.plot(sizes, [b[q] * scale for b in bands], color=color, marker=".")
+            legend.append((f"━ {run} {name}" if len(self.records) > 1 else f"━ {name}", color))
             all_sizes += sizes
-            medians += [b[1] * scale for b in bands]
-            highs += [b[2] * scale for b in bands]
+            medians += [b[1] for b in bands]
+            highs += [b[2] for b in bands]
+        for sizes, line, color in lines:
+            plt.plot(sizes, line, color=color, marker="hd")
         if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:
             plt.xscale("log")
         plt.xticks(sorted(set(all_sizes)))
         # one noisy 75th percentile must not squash every median line into the bottom rows
         plt.ylim(0, min(max(highs), 2 * max(medians)) * 1.05)
-        plt.title(f"median per call ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
+        word = UNIT_WORDS[self.compared_task]
+        plt.title(f"median per {word} ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
+        self.query_one(PlotLegend).show(legend)

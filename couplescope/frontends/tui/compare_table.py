@@ -20,6 +20,8 @@ from rich.text import Text
 
 #: what a task's variants make, in the title
 TASK_WORDS = {"infer": "inference calls", "train": "training steps"}
+#: one of what a task's variants make, in the plots' titles (training speaks of steps)
+UNIT_WORDS = {"infer": "call", "train": "step"}
 #: what the task's own columns hold, in the title
 TASK_COLUMNS_WORDS = {"infer": "overhead = call minus forward",
                       "train": "backward: its median; loss: the last step's"}

@@ -1,0 +1,77 @@
+"""What a third walk-through of the app by a new user found in the compare screen and the
+layout (issue 30; /work/third-walk.md items 1, 2, 7's compare part, 8 and 14), each driven
+by Pilot on the real app: a sweep's median lines drawn whole, names cut between words,
+one order of the rows (the Run line's, run after run), a training compare's plot speaking
+of steps, and the telemetry panel's border as tall as the Watch view.
+
+Runs are recorded real runs played back (tests/fixtures)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.text import Text
+
+from couplescope.frontends.tui.compare_screen import CompareScreen
+from test_tui_replay import replay_app, run_replay, until
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+#: the characters plotext draws a line with (its "hd" marker: half blocks and quadrants)
+LINE_CHARS = {chr(c) for c in range(0x2580, 0x25A0)}
+
+
+async def open_compare(pilot) -> CompareScreen:
+    await pilot.press("c")
+    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+    await pilot.pause()
+    return pilot.app.screen
+
+
+def coloured_cells(text: Text) -> list[list[tuple[str, str | None]]]:
+    """The rendered plot as rows of (character, its colour's name)."""
+    colours: list[str | None] = [None] * len(text.plain)
+    for span in text.spans:
+        style = span.style if not isinstance(span.style, str) else None
+        if style is not None and style.color is not None:
+            colours[span.start:span.end] = [style.color.name] * (span.end - span.start)
+    rows, at = [], 0
+    for line in text.plain.split("\n"):
+        rows.append(list(zip(line, colours[at:at + len(line)])))
+        at += len(line) + 1
+    return rows
+
+
+# -- item 1: the percentiles never hide a median line ------------------------------------------
+
+def assert_every_median_line_whole(screen) -> None:
+    """Every series' line runs, in its colour, through every column from its first size
+    to its last (two series here, over the same sizes)."""
+    plot = screen.query_one("#compare-plot").render()
+    rows = coloured_cells(plot)
+    axis = next(i for i, row in enumerate(rows) if "└" in "".join(char for char, _ in row))
+    ticks = [x for x, (char, _) in enumerate(rows[axis]) if char == "┬"]   # the first and last size
+    lines: dict[str, set[int]] = {}
+    for row in rows[:axis]:
+        for x, (char, colour) in enumerate(row):
+            if char in LINE_CHARS and colour:
+                lines.setdefault(colour, set()).add(x)
+    assert len(lines) == len(screen.plotted), (list(lines), plot.plain)    # a line per series
+    for colour, columns in lines.items():
+        missing = sorted(set(range(ticks[0], ticks[-1] + 1)) - columns)
+        assert not missing, (colour, missing, plot.plain)
+
+
+async def test_every_median_line_of_a_sweep_is_drawn_whole():
+    """The 25th and 75th percentiles were dotted lines drawn after the medians: at 80x24
+    no line of torchscript's medians showed, at 160x48 one began half-way."""
+    app = replay_app("sweep")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        assert screen.plotted and len(screen.plotted) == 2
+        assert_every_median_line_whole(screen)
+        await pilot.resize_terminal(160, 48)
+        await until(pilot, lambda: screen.query_one("#compare-plot").size.width > 150, "the plot at 160 columns")
+        assert_every_median_line_whole(screen)
+        legend = str(screen.query_one("#compare-legend").render())   # the key under the plot, not over it
+        assert "━ deep-linear-torchscript" in legend and "━ deep-linear-bridge-eager" in legend
