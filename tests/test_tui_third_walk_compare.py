@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from rich.text import Text
 
+from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from test_tui_replay import replay_app, run_replay, until
 
@@ -75,3 +76,18 @@ async def test_every_median_line_of_a_sweep_is_drawn_whole():
         assert_every_median_line_whole(screen)
         legend = str(screen.query_one("#compare-legend").render())   # the key under the plot, not over it
         assert "━ deep-linear-torchscript" in legend and "━ deep-linear-bridge-eager" in legend
+
+
+# -- item 14: the telemetry panel beside the Watch view ----------------------------------------
+
+async def test_the_telemetry_panel_s_border_runs_the_watch_view_s_height():
+    """At 160x48 the panel's left border stopped under its few lines of text: it is as
+    tall as the plot and the table beside it."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("w")
+        panel = app.query_one("#watch-telemetry")
+        await until(pilot, lambda: panel.display and panel.region.width > 0, "the panel beside the Watch view")
+        body = app.query_one("#watch-body").region
+        assert panel.styles.border_left[0] != ""                              # it has a border ...
+        assert (panel.region.y, panel.region.height) == (body.y, body.height)   # ... as tall as the view
