@@ -13,6 +13,7 @@ from rich.text import Text
 
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare_screen import CompareScreen
+from couplescope.frontends.tui.compare_table import ranking_lines
 from test_tui_replay import replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -76,6 +77,19 @@ async def test_every_median_line_of_a_sweep_is_drawn_whole():
         assert_every_median_line_whole(screen)
         legend = str(screen.query_one("#compare-legend").render())   # the key under the plot, not over it
         assert "━ deep-linear-torchscript" in legend and "━ deep-linear-bridge-eager" in legend
+
+
+# -- item 8: pairs not ranked, listed ascending ----------------------------------------------
+
+def test_pairs_not_ranked_are_listed_ascending():
+    """"cannot rank 3, 2, 4 vs 1": the boxes as the rows came; they read ascending."""
+    rows = [{"name": n, "baseline": "a", "cannot_rank": "4 of 4 rounds disturbed"} for n in "dbc"]
+    rows += [{"name": "a", "baseline": "a"}, {"name": "f", "baseline": "e", "cannot_rank": "5 of 5 rounds disturbed"},
+             {"name": "e", "baseline": "e"}]
+    box = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
+    assert ranking_lines(rows[::-1], box) == [
+        "cannot rank 2, 3, 4 vs 1: 4 of 4 rounds disturbed by other processes",
+        "cannot rank 6 vs 5: 5 of 5 rounds disturbed by other processes"]
 
 
 # -- item 14: the telemetry panel beside the Watch view ----------------------------------------

@@ -92,13 +92,18 @@ def replayer(recorded: list) -> ReplayWorkers:
 
 
 def specs_of(recorded: list) -> list[RunSpec]:
-    """The variants of a recording, in the order they ran (from their run_started events)."""
-    specs, seen = [], set()
+    """The variants of a recording (from their run_started events), in the run's order: a
+    run in rounds planned them in its request's (rounds_planned), and started them in its
+    first round's shuffled order, which a replay took for the run's."""
+    specs, seen, planned = [], set(), []
     for ev in map(ev_mod.typed, recorded):
+        if ev.event == "rounds_planned":
+            planned = list(ev.variants or [])
         if ev.event == "run_started" and ev.variant not in seen:
             seen.add(ev.variant)
             specs.append(ev.run_spec.replace(name=ev.variant))
-    return specs
+    rank = {name: i for i, name in enumerate(planned)}
+    return sorted(specs, key=lambda spec: rank.get(spec.name, len(rank)))
 
 
 class Recording:

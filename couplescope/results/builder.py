@@ -295,6 +295,12 @@ class ResultsBuilder:
         rank = {name: i for i, name in enumerate(self.order)}
         return sorted(self.variants.values(), key=lambda v: rank.get(v.name, len(rank)))
 
+    def put_in_order(self, names: list[str]) -> None:
+        """Keep the variants in the order of `names`, any other after them as they came
+        (the app's compare of several runs: each run's own order, run after run)."""
+        self.order = list(names)
+        self.variants = {v.name: v for v in self.in_order()}
+
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:
             self.variants[name] = VariantResult(name)

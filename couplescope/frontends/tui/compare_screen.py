@@ -38,24 +38,39 @@ TASKS = ("infer", "train")
 
 
 def combined(records, left_out=frozenset()) -> ResultsBuilder:
-    """One builder holding every variant of `records` as "#run variant", minus `left_out`.
-    One run in rounds keeps its rounds, so its ratios are its same-round pairs, leaving
-    out the disturbed rounds as the headless table does (couplescope.results.paired);
-    several runs are not paired (round 2 of one run and round 2 of another ran at
-    different times): their ratios are the medians' ratios to the fastest."""
+    """One builder holding every variant of `records` as "#run variant", minus `left_out`,
+    in one order: each run's own (the Run line's: a run in rounds meets its variants in
+    a shuffled order), run after run. One run in rounds keeps its rounds, so its ratios
+    are its same-round pairs, leaving out the disturbed rounds as the headless table does
+    (couplescope.results.paired); several runs are not paired (round 2 of one run and
+    round 2 of another ran at different times): their ratios are the medians' ratios to
+    the fastest."""
     builder = ResultsBuilder("compare")
     several = len(records) > 1
     for record in records:
+        tag = f"#{record.id} "
         for ev in record.events:
-            if several and ev.get("event") == "rounds_planned":
-                continue
+            if ev.get("event") == "rounds_planned":
+                if several:
+                    continue
+                ev = tagged_plan(ev, tag)
             if ev.get("variant"):
-                name = f"#{record.id} {ev['variant']}"
+                name = tag + ev["variant"]
                 if name in left_out:
                     continue
                 ev = {**ev, "variant": name}
             builder.on_event(ev)
+    builder.put_in_order([f"#{r.id} {v.name}" for r in records for v in r.builder.in_order()])
     return builder
+
+
+def tagged_plan(plan: dict, tag: str) -> dict:
+    """A run's `rounds_planned` with its variants named as the compare builder names them
+    ("#1 direct"): untagged, its --baseline named no variant of the builder (the fastest
+    was taken instead) and its order none (the first round's shuffled one was kept)."""
+    return {**plan, "variants": [tag + n for n in plan.get("variants") or []],
+            "orders": [[tag + n for n in order] for order in plan.get("orders") or []],
+            **({"baseline": tag + plan["baseline"]} if plan.get("baseline") else {})}
 
 
 def ratio_cell(row: dict) -> str:

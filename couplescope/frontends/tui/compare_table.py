@@ -212,14 +212,16 @@ def ranking_lines(rows: list[dict], box: dict, runs_alone: dict | None = None) -
 
 
 def unranked_lines(rows: list[dict], box: dict, words: str) -> list[str]:
-    """A line per baseline and reason, the pairs' boxes together (`cannot rank 2, 3, 4 vs
-    1: ...`): a line a pair filled the lines under the table, and the fourth was cut."""
+    """A line per baseline and reason, the pairs' boxes together and ascending (`cannot
+    rank 2, 3, 4 vs 1: ...`): a line a pair filled the lines under the table, and the
+    fourth was cut."""
     grouped: dict[tuple, list[str]] = {}
     for r in rows:
         why = unranked_why(r)
         if why and r.get("baseline") in box and r["name"] in box:
             grouped.setdefault((box[r["baseline"]], why), []).append(str(box[r["name"]]))
-    return [f"{words} {', '.join(boxes)} vs {base}: {why}" for (base, why), boxes in grouped.items()]
+    return [f"{words} {', '.join(sorted(boxes, key=int))} vs {base}: {why}"
+            for (base, why), boxes in sorted(grouped.items(), key=lambda item: item[0][0])]
 
 
 @dataclass
