@@ -79,7 +79,56 @@ async def test_every_median_line_of_a_sweep_is_drawn_whole():
         assert "━ deep-linear-torchscript" in legend and "━ deep-linear-bridge-eager" in legend
 
 
-# -- item 8: pairs not ranked, listed ascending ----------------------------------------------
+# -- items 2, 7 and 8: a training compare of two runs of the preset -----------------------------
+
+def cut_between_words(shown: str, name: str) -> bool:
+    """Whether `shown` is `name` whole, or its whole words around ellipses, in order."""
+    words, at = name.split("-"), 0
+    for piece in filter(None, shown.split("…")):
+        found = [i for i in range(at, len(words)) if "-".join(words[i:i + len(piece.split("-"))]) == piece]
+        if not found:
+            return False
+        at = found[0] + len(piece.split("-"))
+    return True
+
+
+async def test_a_training_compare_keeps_the_run_line_s_order_whole_words_and_steps():
+    """The walk's compare of two runs of simplenet-train at 80x24: rows in each round's
+    shuffled order (#1's differed from the Run line's and from #2's), `#3 direct…hon-host`
+    ("python" cut), and a box plot of "timed calls". The rows follow the Run line, run
+    after run, their boxes numbered down the table; the plot counts steps; the names
+    keep whole words and stay told apart."""
+    app = replay_app("preset-train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        def preview() -> str:
+            return " ".join(str(app.main.query_one("#preview").render()).split())
+
+        await until(pilot, lambda: "variants, training" in preview(), preview())
+        order = preview().rsplit(": ", 1)[1].split(", ")   # the Run line's names, after what it runs
+        assert order == ["direct", "direct-python-host", "bridge", "bridge-python-host"], preview()
+        await run_replay(pilot)
+        planned = next(ev for ev in app.runs[1].events if ev["event"] == "rounds_planned")
+        assert planned["orders"][0] != order             # the recording's first round is shuffled
+        screen = await open_compare(pilot)
+        assert screen.all_names == [f"#1 {n}" for n in order]
+        await pilot.press("escape")
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        assert screen.all_names == [f"#{run} {n}" for run in (1, 2) for n in order]   # one rule, run after run
+        table = screen.query_one("#compare-table")
+        assert [str(table.get_row(name)[0]).strip() for name in screen.all_names] == [str(i) for i in range(1, 9)]
+        boxes = str(screen.query_one("#box-rows").render())
+        assert boxes.startswith("timed steps ("), boxes   # training speaks of steps
+        assert [line.split("│")[0].strip() for line in boxes.splitlines()[1:9]] == [str(i) for i in range(1, 9)]
+        # the walk's runs made 300 steps: a column wider by a digit cut the long names; here
+        # 40 steps, so the screen is a few columns narrower for them to be cut
+        await pilot.resize_terminal(76, 24)
+        await until(pilot, lambda: any("…" in str(table.get_row(n)[1]) for n in screen.all_names), "names cut")
+        shown = [str(table.get_row(name)[1]).strip() for name in screen.all_names]
+        for run in ("#1 ", "#2 "):                          # between words, told apart
+            mine = [s[len(run):] for s in shown if s.startswith(run)]
+            assert len(set(mine)) == len(order) and all(map(cut_between_words, mine, order)), shown
+
 
 def test_pairs_not_ranked_are_listed_ascending():
     """"cannot rank 3, 2, 4 vs 1": the boxes as the rows came; they read ascending."""

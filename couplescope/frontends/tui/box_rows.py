@@ -95,9 +95,9 @@ def end_text(value: float, unit: str) -> str:
     return "▸" + fmt.seconds(value * UNIT_SECONDS[unit])
 
 
-def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "") -> Text:
+def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", what: str = "calls") -> Text:
     """The title, a row per variant (`labels`: the table's box numbers), the axis and its
-    values, in `width` columns."""
+    values, in `width` columns. `what` the variants timed: calls, or a training's steps."""
     label_width = max(len(label) for label in labels)
     margin = max([len(end_text(v, plot.unit)) for v in plot.cut.values()] or [1])
     columns = max(10, width - label_width - 2 - margin)
@@ -106,7 +106,7 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "") ->
     def col(value: float) -> int:
         return min(columns - 1, max(0, round((value - plot.bottom) / span * (columns - 1))))
 
-    out = Text(f"timed calls ({plot.unit}): █ 25-75% ┃ median, ├─┤ 5-95%"
+    out = Text(f"timed {what} ({plot.unit}): █ 25-75% ┃ median, ├─┤ 5-95%"
                + ("; ▸N: cut here, ends at N" if plot.cut else "") + title_extra, style="bold")
     for i, (label, q) in enumerate(zip(labels, plot.quintuples), 1):
         color = rich_color(COLORS[(i - 1) % len(COLORS)])
@@ -149,8 +149,8 @@ class BoxRows(Static):
 
     _shown: tuple | None = None
 
-    def show(self, plot: BoxPlot, labels: list[str], title_extra: str = "") -> None:
-        self._shown = (plot, labels, title_extra)
+    def show(self, plot: BoxPlot, labels: list[str], title_extra: str = "", what: str = "calls") -> None:
+        self._shown = (plot, labels, title_extra, what)
         self._draw()
 
     def on_resize(self) -> None:
@@ -158,6 +158,6 @@ class BoxRows(Static):
 
     def _draw(self) -> None:
         if self._shown is not None:
-            plot, labels, extra = self._shown
+            plot, labels, extra, what = self._shown
             # its own width once laid out; the screen's before (the first draw, on mount)
-            self.update(draw(plot, labels, self.content_size.width or self.app.size.width - 2, extra))
+            self.update(draw(plot, labels, self.content_size.width or self.app.size.width - 2, extra, what))

@@ -26,9 +26,10 @@ from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, cut_names, fit, ranking_lines, spaced,
-                                                      task_columns, task_of, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, ranking_lines, spaced, task_columns,
+                                                      task_of, title_lines, verdict_text)
 from couplescope.frontends.tui.footer import SteadyFooter
+from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
 from couplescope.results import labels, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
@@ -305,7 +306,7 @@ class CompareScreen(Screen):
             self.query_one(BoxRows).update("time distributions: nothing to compare yet")
             return
         self.query_one(BoxRows).show(box_plot(list(series.values())), [str(i) for i in range(1, len(series) + 1)],
-                                     " (v: vs size)" if groups else "")
+                                     " (v: vs size)" if groups else "", f"{UNIT_WORDS[self.compared_task]}s")
 
     def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
         """Median vs size, one line per series, its 25th and 75th percentiles as dots at the

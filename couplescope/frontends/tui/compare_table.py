@@ -5,15 +5,14 @@ step are different work: a ratio between them ranks nothing), so the columns are
 task's, and the title says which runs of the other task were left out and why. The
 columns must fit the screen whole: a number cut at the screen's edge reads as another
 number (`1.3158E` for 1.3158E-02). So they are fitted before the table is drawn: the
-names give way first (the start they share left out, then each cut in its middle, never
-wrapped), then the longer labels take their short forms; only when even that leaves a
+names give way first (the start they share left out, then each cut between its words,
+never wrapped: name_cuts.py), then the longer labels take their short forms; only when even that leaves a
 name too little room does the table run past the edge, and the title then says that it
 scrolls sideways.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -82,106 +81,6 @@ def spaced(cell) -> Text:
     """A cell with the one space that separates it from the column before (the table's own
     padding is 0: its two spaces between columns cost 80 columns the last ones)."""
     return Text.assemble(" ", cell if isinstance(cell, Text) else Text(str(cell)))
-
-
-def cut_name(name: str, width: int, head: int | None = None) -> str:
-    """A name in `width` columns: whole, or `head` characters of its start and the rest of
-    its end around an ellipsis (never wrapped mid-word)."""
-    if len(name) <= width:
-        return name
-    if width < 2:
-        return "…"[:width]
-    head = (width - 1) // 2 if head is None else min(head, width - 1)
-    tail = width - 1 - head
-    return name[:head] + "…" + (name[-tail:] if tail else "")
-
-
-def common_prefix(names: list[str]) -> str:
-    """The start every name shares, up to a separator ("simplenet-" of simplenet-aoti-2 and
-    simplenet-torchscript-2), when at least two names are compared."""
-    if len(names) < 2:
-        return ""
-    shared = os.path.commonprefix(names)
-    return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
-
-
-def known_start(rest: str, title: str | None, shared: str) -> str:
-    """The start of a name the screen already says: the start every name shares, else its
-    run's title and separator (`simplenet-` of #1's simplenet-torchscript beside #2's
-    direct and bridge: the title line names #1 simplenet)."""
-    if shared:
-        return shared
-    return f"{title}-" if title and rest.startswith(f"{title}-") and len(rest) > len(title) + 1 else ""
-
-
-def run_tag(name: str) -> tuple[str, str]:
-    """("#2 ", "simplenet-aoti") of "#2 simplenet-aoti"; ("", name) of a name without one."""
-    tag, _, rest = name.partition(" ")
-    return (tag + " ", rest) if rest and tag.startswith("#") else ("", name)
-
-
-def telling(names: list[str]) -> list[set[int]]:
-    """Each name's positions that tell it from the others: those outside the "-" separated
-    words every one of `names` holds (`python`, `host` of direct-python-host and
-    bridge-python-host: `direct` and `bridge` tell them apart)."""
-    words = [name.split("-") for name in names]
-    if not words:
-        return []
-    shared = set(words[0]).intersection(*words[1:]) if len(names) > 1 else set(words[0])
-    found = []
-    for parts in words:
-        at, positions = 0, set()
-        for part in parts:
-            if part not in shared:
-                positions.update(range(at, at + len(part)))
-            at += len(part) + 1
-        found.append(positions)
-    return found
-
-
-def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None) -> list[str]:
-    """Every name in `width` columns, told apart where cutting allows: the start all of them
-    share after their run's "#2 " goes first (an ellipsis stands for it: the title names
-    the runs and their model), else the start that is its run's title (`titles`: "#2 " ->
-    simplenet; "" for names without a tag: `simplen…chscript` lost what told it from the
-    others' `direct`, `bridge` and kept what the title says), then each is cut around an
-    ellipsis where that leaves the most of them distinct, then the most of what tells them
-    apart (`direct…host`, not `direc…-host`, of direct-python-host beside bridge-python-host),
-    then with the fewest ellipses (of two runs' same name: `#1 …orchscript`, not
-    `#1 …to…hscript`), then nearest its middle; the run's tag is kept whole."""
-    if all(len(n) <= width for n in names):
-        return list(names)
-    tags, rests = zip(*map(run_tag, names))
-    shared = common_prefix(list(rests))
-    known = [known_start(rest, (titles or {}).get(tag), shared) for tag, rest in zip(tags, rests)]
-    short = [tag + (("…" + rest[len(start):]) if start else rest) for tag, rest, start in zip(tags, rests, known)]
-    balanced = (width - 1) // 2
-    long = [i for i, name in enumerate(short) if len(name) > width]
-    lead = [1 if start else 0 for start in known]   # the ellipsis standing for the known start
-    words = [name[len(tag) + lead[i]:] for i, (tag, name) in enumerate(zip(tags, short))]
-    # what tells the names to be cut apart (bridge, direct of two -python-host names), else
-    # (they read the same) what tells them from the others
-    among = long if len({words[i] for i in long}) > 1 else range(len(words))
-    found = dict(zip(among, telling([words[i] for i in among])))
-    tells = [{p + lead[i] for p in found.get(i, ())} for i in range(len(words))]
-
-    def cut(head: int) -> list[str]:
-        return [tag + cut_name(name[len(tag):], width - len(tag), max(0, head - len(tag))) if len(name) > width
-                else name for tag, name in zip(tags, short)]
-
-    def kept(head: int) -> int:
-        """How many of the long names' telling positions the cut at `head` keeps."""
-        total = 0
-        for i in long:
-            room, rest = width - len(tags[i]), short[i][len(tags[i]):]
-            first = min(max(0, head - len(tags[i])), room - 1)
-            tail = room - 1 - first
-            total += sum(1 for p in tells[i] if p < first or (tail and p >= len(rest) - tail))
-        return total
-
-    best = max(range(max(map(len, tags)), width),
-               key=lambda h: (len(set(cut(h))), kept(h), -sum(n.count("…") for n in cut(h)), -abs(h - balanced)))
-    return cut(best)
 
 
 def unranked_why(row: dict) -> str | None:

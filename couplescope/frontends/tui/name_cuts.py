@@ -1,0 +1,147 @@
+"""Variant names cut to a column's width between their words, told apart, never wrapped.
+
+The compare table gives a name what is left of the screen's width. A name cut anywhere
+in its middle lost half a word (`#3 direct…hon-host`: "python" cut to "hon"), which
+reads as nothing; so a name is cut between its words ("-" or "_" separated): a run of
+words left out is one ellipsis (`direct-python…`, `bridge…host`). Which words stay is
+chosen by what tells the names apart, then by how much stays. A word is cut, keeping
+its start (`…torchscr…`), only where that tells a name from more of the others than
+whole words can (when no whole word fits, or only one every name holds).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from itertools import product
+
+#: a name's words and what separates them ("direct-python-host", "cgdrag_v2.pt-bridge")
+SEPARATOR = re.compile(r"([-_])")
+#: the most words a name is cut between one by one (a longer middle is one word)
+MOST_WORDS = 12
+#: the fewest characters a cut word keeps of its start
+WORD_START = 3
+
+
+def run_tag(name: str) -> tuple[str, str]:
+    """("#2 ", "simplenet-aoti") of "#2 simplenet-aoti"; ("", name) of a name without one."""
+    tag, _, rest = name.partition(" ")
+    return (tag + " ", rest) if rest and tag.startswith("#") else ("", name)
+
+
+def common_prefix(names: list[str]) -> str:
+    """The start every name shares, up to a separator ("simplenet-" of simplenet-aoti-2 and
+    simplenet-torchscript-2), when at least two names are compared."""
+    if len(names) < 2:
+        return ""
+    shared = os.path.commonprefix(names)
+    return shared[:max(shared.rfind("-"), shared.rfind(" ")) + 1]
+
+
+def known_start(rest: str, title: str | None, shared: str) -> str:
+    """The start of a name the screen already says: the start every name shares, else its
+    run's title and separator (`simplenet-` of #1's simplenet-torchscript beside #2's
+    direct and bridge: the title line names #1 simplenet)."""
+    if shared:
+        return shared
+    return f"{title}-" if title and rest.startswith(f"{title}-") and len(rest) > len(title) + 1 else ""
+
+
+def words_of(rest: str) -> tuple[list[str], list[str]]:
+    """A name's words and the separator before each (the first's is "")."""
+    parts = SEPARATOR.split(rest)
+    words, seps = parts[0::2], ["", *parts[1::2]]
+    if len(words) > MOST_WORDS:   # the middle as one word: 2**12 ways to keep words at most
+        head, tail = MOST_WORDS // 2 - 1, MOST_WORDS // 2
+        n = len(words)
+        middle = words[head] + "".join(seps[j] + words[j] for j in range(head + 1, n - tail))
+        words, seps = [*words[:head], middle, *words[n - tail:]], [*seps[:head + 1], *seps[n - tail:]]
+    return words, seps
+
+
+def joined(words: list[str], seps: list[str], kept, lead: bool) -> str:
+    """The words `kept` (a flag each) with their separators, each run of words left out one
+    ellipsis; `lead`: an ellipsis already stands for a start left out before them."""
+    out, dropped = "…" if lead else "", lead
+    for word, sep, keep in zip(words, seps, kept):
+        if not keep:
+            out += "" if dropped else "…"
+            dropped = True
+        elif out and not dropped:
+            out += sep + word
+        else:
+            out, dropped = out + word, False
+    return out
+
+
+def told_from(kept: list[str], others: list[set[str]], start: str = "") -> int:
+    """How many of the other names (`others`: each one's words) the words `kept` tell this
+    one from: those missing one of them (and, for a word cut to its `start`, those with
+    no word that begins so)."""
+    return sum(1 for words in others
+               if any(w not in words for w in kept) or (start and not any(w.startswith(start) for w in words)))
+
+
+def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tuple[tuple, str, list[str], str]]:
+    """Every way to write `rest` in `room` characters, best first, with its score: how
+    many of the other names it is told from (`others`: their words), then whole words
+    before a word cut to its start (WORD_START characters of it at least) before none
+    kept, then the fewest ellipses (the fewest pieces to read), then the characters of
+    its words kept, then its first words kept. Each as (score, text, its whole words, the start of a word cut)."""
+    words, seps = words_of(rest)
+    found = []
+    for kept in product((1, 0), repeat=len(words)):
+        text = joined(words, seps, kept, lead)
+        if len(text) <= room:
+            whole = [w for w, k in zip(words, kept) if k]
+            score = (told_from(whole, others), 0 if whole else -2, -text.count("…"), sum(map(len, whole)), kept)
+            found.append((score, text, whole, ""))
+    at = 0
+    for word, sep in zip(words, seps):
+        at += len(sep)
+        for end in range(at + WORD_START, at + len(word)):
+            text = ("…" if lead else "") + rest[:end] + "…"
+            if len(text) <= room:
+                whole = [w for w in words_of(rest[:at])[0] if w]
+                score = (told_from(whole, others, rest[at:end]), -1, -text.count("…"), end, ())
+                found.append((score, text, whole, rest[at:end]))
+        at += len(word)
+    return sorted(found, key=lambda item: item[0], reverse=True)
+
+
+def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None) -> list[str]:
+    """Every name in `width` columns, told apart, cut between words: the start all of them
+    share after their run's "#2 " goes first (an ellipsis stands for it: the title names
+    the runs and their model), else the start that is its run's title (`titles`: "#2 " ->
+    simplenet; "" for names without a tag: `simplen…chscript` lost what told it from the
+    others' `direct`, `bridge` and kept what the title says); then each name longer than
+    the width keeps the words that tell it from the most of its run's other names
+    (`direct-python…` beside `direct` and `bridge-python-host`), then the most it can; a
+    word is cut, its start kept, only where that tells it from more of them. A name left
+    the same as an earlier one takes its best way that tells it from that one. The run's
+    tag is kept whole."""
+    if all(len(n) <= width for n in names):
+        return list(names)
+    tags, rests = zip(*map(run_tag, names))
+    shared = common_prefix(list(rests))
+    known = [known_start(rest, (titles or {}).get(tag), shared) for tag, rest in zip(tags, rests)]
+    rests = [rest[len(start):] for rest, start in zip(rests, known)]
+    long = [i for i, (tag, rest, start) in enumerate(zip(tags, rests, known))
+            if len(tag) + bool(start) + len(rest) > width]
+    words = [set(words_of(rest)[0]) for rest in rests]
+    shown = [tag + ("…" if start else "") + rest for tag, rest, start in zip(tags, rests, known)]
+
+    def ways(i: int) -> list[tuple[tuple, str, list[str], str]]:
+        # told from its run's other names: another run's are told from it by their tag
+        others = [w for j, w in enumerate(words) if j != i and tags[j] == tags[i]]
+        return choices(rests[i], bool(known[i]), width - len(tags[i]), others)
+
+    for i in long:
+        shown[i] = tags[i] + next((text for _, text, _, _ in ways(i)), "")
+    for i in long:   # left the same as an earlier name: its best way that tells it from that one
+        clash = [words[j] for j in range(i) if shown[j] == shown[i]]
+        if clash:
+            shown[i] = next((tags[i] + text for _, text, whole, start in ways(i)
+                             if told_from(whole, clash, start) == len(clash) and tags[i] + text not in shown),
+                            shown[i])
+    return shown
