@@ -98,18 +98,6 @@ class RunRecord:
             return verdict_word("running")
         return verdict_word("passed") if self.measured() else "-"
 
-    def what_ran(self, room: int = 80) -> str:
-        """What tells this run from the session's others, after its name: the task, a
-        preset's name marked as one, else the backends (`#1 simplenet  infer: torchscript`,
-        `#2 simplenet-train  preset, train`): every run read `#N simplenet`. In `room`
-        characters: the backends counted when they do not fit (`train: 2 backends`)."""
-        tasks = "+".join(dict.fromkeys(getattr(s, "task", "infer") or "infer" for s in self.specs))
-        if getattr(self.request, "preset", None):   # its name says the rest
-            return f"preset, {tasks}"
-        backends = list(dict.fromkeys(s.backend for s in self.specs))
-        listed = f"{tasks}: {', '.join(backends)}"
-        return listed if len(listed) <= room or len(backends) == 1 else f"{tasks}: {len(backends)} backends"
-
     def measured(self) -> int:
         """How many of its variants made a call (a stopped run's others never started)."""
         return sum(1 for v in self.builder.variants.values() if v.calls.count)

@@ -10,20 +10,24 @@ from textual.widgets import DataTable
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.compare_table import spaced, verdict_text
+from couplescope.frontends.tui.runs_apart import rows_words
 
 
-#: the run column's width: its mark, its name and what tells it from the others (RunRecord.what_ran)
+#: the run column's width: its mark, its name and what tells it from the others (runs_apart.py)
 RUN_WIDTH = 42
 #: the other columns: (key, label, width); each cell after a space (compare_table.spaced)
 COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 9),
            ("export", "exported", 9))
 
 
-def run_cell(record) -> Text:
-    """`* #2 simplenet  train: torchscript, bridge` (`*`: marked for compare),
-    cut at the end to fit."""
-    named = f"{'*' if record.selected else ' '} {record.name}  "
-    text = named + record.what_ran(RUN_WIDTH - len(named))
+def named(record) -> str:
+    """`* #2 simplenet  ` (`*`: marked for compare): what comes before what tells it apart."""
+    return f"{'*' if record.selected else ' '} {record.name}  "
+
+
+def run_cell(record, words: str) -> Text:
+    """`* #2 simplenet  train: torchscript, bridge, size 8,16`, cut at the end to fit."""
+    text = (named(record) + words).rstrip()
     if len(text) > RUN_WIDTH:
         text = text[:RUN_WIDTH - 1] + "…"
     cell = Text(text)
@@ -41,6 +45,19 @@ class RunsTable(DataTable):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(cell_padding=0, **kwargs)
+        self._records: list = []   # the runs shown, in order: a run's words depend on the others
+        self._cells: dict[str, str] = {}   # the run cells as drawn, by row key
+
+    def _name_runs(self) -> None:
+        """Every run's cell again: a run added can make an earlier one's setting a difference
+        (#1's `size 8` once #2 ran `size 8,16`)."""
+        words = rows_words(self._records, lambda record: RUN_WIDTH - len(named(record)))
+        for record in self._records:
+            cell = run_cell(record, words[record.id])
+            key = str(record.id)
+            if self._cells.get(key) != cell.plain:
+                self._cells[key] = cell.plain
+                self.update_cell(key, "run", cell)
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
@@ -49,13 +66,15 @@ class RunsTable(DataTable):
             self.add_column(spaced(label), key=key, width=width)
 
     def add_run(self, record) -> None:
-        self.add_row(run_cell(record), spaced(str(len(record.specs))), spaced(verdict_text(record.verdict())),
+        self._records.append(record)
+        self.add_row("", spaced(str(len(record.specs))), spaced(verdict_text(record.verdict())),
                      "", "", key=str(record.id))
+        self._name_runs()
         self.move_cursor(row=self.row_count - 1)
 
     def update_run(self, record) -> None:
         key = str(record.id)
-        self.update_cell(key, "run", run_cell(record))
+        self._name_runs()   # (its mark for compare)
         self.update_cell(key, "verdict", spaced(verdict_text(record.verdict())))
         self.update_cell(key, "variants", spaced(record.variants_words()))
         self.update_cell(key, "median", spaced(fmt.seconds(record.fastest_median())))

@@ -31,7 +31,8 @@ class HistoryView(AppView):
     redraw_seconds = 0.5
     help = """\
 every run of this session: its name and what tells it from the others (a preset,
-the task, the backends), its variants (`1 of 4`: stopped before the others made a call),
+the task, the backends, and each setting another run of its title differs in: `size 8`
+beside `size 8,16`), its variants (`1 of 4`: stopped before the others made a call),
 its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), its
 fastest median, whether it was exported. Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""

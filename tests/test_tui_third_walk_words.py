@@ -1,0 +1,60 @@
+"""What a third walk-through of the app by a new user found in its words (issue 30, at
+80x24), each driven by Pilot on the real app: History tells apart runs that differ only in
+a setting, the quit question names every run it loses, a run stopped before its first
+call says so one way everywhere, the plot says a run is starting, training speaks of
+steps, the plot chosen with `v` stays chosen, a disabled field looks closed, a field that
+takes words says escape leaves it, and `e` on an exported run says where it already is.
+
+Runs are recorded real runs played back (tests/fixtures) or made up by
+couplescope.core.synthetic; no worker process, no catalogue (no torch import)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable
+
+from couplescope.core import replay, synthetic
+from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.protocol.spec import RunSpec
+from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
+from test_tui_replay import replay_app, run_replay, until
+from test_tui_snapshots import on_screen
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def made_up(*specs: RunSpec, title: str = "simplenet") -> replay.Recording:
+    """A run of `specs` with made-up calls (couplescope.core.synthetic), played back on r."""
+    return replay.Recording([ev for spec in specs for ev in synthetic.events_for(spec)], title)
+
+
+def spec(**given) -> RunSpec:
+    given = {"model": "simplenet", "warmup": 1, "iterations": 3, "profile_iterations": 0, **given}
+    return RunSpec(**given)
+
+
+def history_rows(app) -> list[str]:
+    table = app.main.query_one("#runs", DataTable)
+    return [str(table.get_row(key)[0]).strip() for key in table.rows]
+
+
+# -- 3. History: runs that differ only in a setting ----------------------------------------------
+
+async def test_history_tells_apart_runs_that_differ_only_in_size_or_threads():
+    runs = [made_up(spec(size=8, name="simplenet-torchscript-8")),
+            made_up(spec(size=8, name="simplenet-torchscript-8"), spec(size=16, name="simplenet-torchscript-16")),
+            made_up(spec(size=8, threads=2, name="simplenet-torchscript-8"))]
+    app = CoupleScopeApp(load_catalogue=False, recording=runs[0])
+    async with app.run_test(size=(80, 24)) as pilot:
+        for recording in runs:
+            app.recording = recording
+            await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+        first, second, third = history_rows(app)
+        assert len({first[3:], second[3:], third[3:]}) == 3, (first, second, third)
+        assert "size 8," in first + "," and "size 8,16" in second, (first, second)
+        assert "threads 2" in third and "threads default" in first, (first, third)
+        assert "…" not in first + second + third, (first, second, third)   # whole words
+        table = app.main.query_one("#runs", DataTable)
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
