@@ -58,3 +58,21 @@ async def test_history_tells_apart_runs_that_differ_only_in_size_or_threads():
         assert "…" not in first + second + third, (first, second, third)   # whole words
         table = app.main.query_one("#runs", DataTable)
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+
+
+# -- 4. the quit question during a run names every run it loses ----------------------------------
+
+async def test_q_during_a_run_names_the_runs_not_exported_it_also_loses(held):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        held.set()
+        await run_replay(pilot)                         # #1: finished, not exported
+        held.clear()
+        await pilot.press("r")                          # #2: going
+        await until(pilot, lambda: app.active is not None and app.active.id == 2, "run #2 going")
+        await pilot.press("q")
+        await until(pilot, lambda: type(app.screen).__name__ == "QuitScreen", app.screen)
+        question = " ".join(on_screen(app).split())
+        assert "#2 simplenet is still going" in question, question
+        assert "#1 simplenet is not exported: quitting loses it too" in question, question
+        await pilot.press("n")

@@ -315,7 +315,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         if isinstance(self.screen, QuitScreen):
             self.screen.dismiss(True)
         elif self.active is not None:
-            self.push_screen(QuitScreen(quit_screen.going(self.active.name)), self._quit_if)
+            self.push_screen(QuitScreen(quit_screen.going(self.active.name, unsaved)), self._quit_if)
         elif unsaved:
             self.push_screen(QuitScreen(quit_screen.not_exported(unsaved)), self._quit_if)
         else:

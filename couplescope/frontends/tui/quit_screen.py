@@ -37,15 +37,17 @@ class QuitScreen(ModalScreen):
         self.dismiss(quit_)
 
 
-def going(run_name: str) -> str:
-    """What quitting loses while a run goes."""
-    return (f"Run {escape(run_name)} is still going: quitting stops it, and what it measured "
+def going(run_name: str, unsaved: list[str] = ()) -> str:
+    """What quitting loses while a run goes: that run, and the runs not exported (`unsaved`:
+    the question named the run going only, and quitting lost the others too)."""
+    text = (f"Run {escape(run_name)} is still going: quitting stops it, and what it measured "
             "is lost (s stops it; then e exports what it measured).")
+    return f"{text}\n{not_exported(unsaved, ' too')}" if unsaved else text
 
 
-def not_exported(names: list[str]) -> str:
+def not_exported(names: list[str], too: str = "") -> str:
     """What quitting loses when runs that measured something were not exported."""
     runs = ", ".join(escape(n) for n in names)
     one = len(names) == 1
     return (f"{'Run' if one else 'Runs'} {runs} {'is' if one else 'are'} not exported: quitting "
-            f"loses {'it' if one else 'them'} (e exports the run highlighted in History, h).")
+            f"loses {'it' if one else 'them'}{too} (e exports the run highlighted in History, h).")
