@@ -76,3 +76,62 @@ async def test_q_during_a_run_names_the_runs_not_exported_it_also_loses(held):
         assert "#2 simplenet is still going" in question, question
         assert "#1 simplenet is not exported: quitting loses it too" in question, question
         await pilot.press("n")
+
+
+# -- 5, 6. a run starting, and a run stopped before its first call -------------------------------
+
+def plot_title(app) -> str:
+    """The plot's first row as drawn, its title (the iterations table's header after it)."""
+    return on_screen(app).splitlines()[app.main.query_one("#plot").region.y].strip()
+
+
+async def test_a_run_starting_says_so_and_stopped_before_its_first_call_says_one_thing(held):
+    app = replay_app("layout-c")                        # one variant, no rounds: held, nothing reported
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.active is not None, "the run going")
+        await pilot.pause()
+        assert plot_title(app).startswith("run #1 starting"), on_screen(app)
+        await pilot.press("s")                          # before the first call
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await pilot.pause()
+        # the log, the watch view and the top line tell one story, and point to no reason
+        assert "says why" not in on_screen(app), on_screen(app)
+        assert not any("measured is kept" in note for note in app.notes), app.notes
+        said = "stopped by you (s) before its first call: nothing measured"
+        assert app.notes[-1].endswith(said), app.notes
+        assert text(app, "#status").startswith(f"#1 stride {said}"), text(app, "#status")
+        assert " ".join(text(app, "#stats").split()).startswith(f"#1 stride {said}"), text(app, "#stats")
+        assert plot_title(app).startswith("run #1 stopped: nothing measured"), on_screen(app)
+
+
+# -- 7. training speaks of steps -------------------------------------------------------------------
+
+async def test_a_training_run_counts_steps_from_its_start_and_plots_them(held):
+    app = replay_app("training")   # in rounds: a variant is named at its round's start, before it reports
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current, "the first round started")
+        app.redraw_views()
+        await pilot.pause()
+        stats = " ".join(text(app, "#stats").split())
+        assert "0/501 steps" in stats and "calls" not in stats, stats
+        assert plot_title(app).startswith("no steps yet"), on_screen(app)
+        held.set()
+        await until(pilot, lambda: app.active is None, "the run ended")
+        app.redraw_views()
+        await pilot.pause()
+        shown = on_screen(app)
+        assert "time per step (" in shown and "iteration" not in shown, shown
+
+
+def test_history_says_steps_for_training_and_keeps_what_differs_in_a_narrow_row():
+    from couplescope.frontends.tui.runs import RunRecord
+    from couplescope.frontends.tui.runs_apart import rows_words
+
+    backends = ("torchscript", "bridge", "aoti")
+    runs = [RunRecord(1, "simplenet", [spec(task="train", iterations=50, backend=b) for b in backends], None),
+            RunRecord(2, "simplenet", [spec(task="train", iterations=500, backend=b) for b in backends], None)]
+    assert rows_words(runs, lambda r: 80) == {1: "train: torchscript, bridge, aoti, steps 50",
+                                              2: "train: torchscript, bridge, aoti, steps 500"}
+    assert rows_words(runs, lambda r: 24) == {1: "3 backends, steps 50", 2: "3 backends, steps 500"}

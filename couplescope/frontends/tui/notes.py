@@ -26,8 +26,12 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         return [(f"{variant}: model loaded in {fmt.seconds(ev.get('seconds'))} "
                  f"(size {ev.get('size')}, {ev.get('dtype')})", "info")]
     if kind == "variant_failed":
-        if ev.get("kind") == "interrupted":
-            return [(f"{variant}: stopped; what was measured is kept", "warning")]
+        if ev.get("kind") == "interrupted":   # as the top line and the watch view say it
+            v = record.builder.variants.get(variant)
+            if v is not None and v.calls.count:
+                return [(f"{variant}: {record.stopped_words()}: what it measured is kept", "warning")]
+            return [(f"{variant}: {record.stopped_words()} before {record.first_call(variant)}: nothing measured",
+                     "warning")]
         return [(f"{variant}: {ev.get('reason')}", "error")]
     if kind == "diagnostic":
         return [(f"warning: {ev.get('message')}", "warning")]

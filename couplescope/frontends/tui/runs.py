@@ -71,12 +71,28 @@ class RunRecord:
         self.export_path = copied.path
         return copied.path
 
-    def expected(self, variant: str) -> int | None:
+    def spec_of(self, variant: str) -> dict:
+        """The variant's spec: its worker's (run_started), else the one the run asked for (a
+        run in rounds names a variant at its round's start, before its worker reports)."""
         v = self.builder.variants.get(variant)
-        spec = v.spec if v else None
+        if v is not None and v.spec:
+            return v.spec
+        return next((s.to_dict() for s in self.specs if s.label == variant), {})
+
+    def expected(self, variant: str) -> int | None:
+        spec = self.spec_of(variant)
         if not spec:
             return None
         return spec["warmup"] + spec["iterations"] + (spec.get("profile_iterations") or 0)
+
+    def stopped_words(self) -> str:
+        """How it was stopped: by the user's `s` (or q's yes), else by a signal it got."""
+        return "stopped by you (s)" if self.stopping else "stopped"
+
+    def first_call(self, variant: str | None = None) -> str:
+        """"its first call", or a training run's (variant's) "its first step"."""
+        tasks = {self.spec_of(variant).get("task")} if variant else {s.task for s in self.specs}
+        return "its first step" if tasks == {"train"} else "its first call"
 
     def fastest_median(self):
         rows = self.builder.comparison()
@@ -115,7 +131,7 @@ class RunRecord:
             return f"{self.name} {self.status}: {keys}"
         ran, total = self.measured(), len(self.specs)
         if not ran:
-            return f"{self.name} stopped before any call: nothing measured; r runs again"
+            return f"{self.name} {self.stopped_words()} before {self.first_call()}: nothing measured; r runs again"
         what = f"what {ran} of its {total} variants measured" if ran < total else "what it measured"
         return f"{self.name} stopped: {what} is kept; e exports it, c compares, r runs again"
 

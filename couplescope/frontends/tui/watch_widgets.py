@@ -71,13 +71,23 @@ class TimePlot(PlotextPlot):
         self._dirty = False
         self._last_draw = 0.0
         self._drawn_empty = True   # the plot on screen has no calls
+        self.training = False      # a training variant's: steps, not iterations
+        self.empty = "no run yet"  # the title while there is nothing to draw (`say`)
 
-    def reset(self, variant: str, calls=()) -> None:
+    def reset(self, variant: str, calls=(), training: bool = False) -> None:
         """Hold `variant`'s calls (none yet, or its calls so far), drawn at the next draw."""
-        self.points, self.variant, self._where = [], variant, {}
+        self.points, self.variant, self._where, self.training = [], variant, {}, training
+        self.empty = "no steps yet" if training else "no calls yet"
         self.add(calls)
         self._dirty = True
         self.post_message(self.LegendChanged([]))   # not the previous variant's key under another's calls
+
+    def say(self, title: str) -> None:
+        """Nothing to draw, and why, drawn at once: `run #3 starting` (it read "no run yet"
+        while a run started, over the last run's calls for up to a second)."""
+        self.reset("")
+        self.empty = title
+        self.draw(force=True)
 
     def add(self, evs: list[dict]) -> None:
         """One point per call; under MPI every rank reports each call, and the point is the
@@ -118,7 +128,7 @@ class TimePlot(PlotextPlot):
                      + [timed_pts[i] for i in _thin(len(timed_pts), limit)])
         timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
         if not pts:   # short: plotext leaves out a title wider than the plot (36 columns at 80)
-            plt.title("no calls yet" if self.variant else "no run yet")
+            plt.title(self.empty)
             self.refresh()
             return
         unit, scale = _unit(stats.percentile(timed, 50))
@@ -145,8 +155,9 @@ class TimePlot(PlotextPlot):
             color = PHASE_COLORS.get(name, "gray")
             plt.plot([p[0] for p in sel], y([p[3][name] for p in sel]), marker="braille", color=color)
             legend.append((f"━ {name}", color))
-        plt.title(f"time per iteration ({unit})")
-        plt.xlabel("iteration")
+        word = "step" if self.training else "iteration"
+        plt.title(f"time per {word} ({unit})")
+        plt.xlabel(word)
         plt.xticks(*x_ticks(pts[0][0], pts[-1][0], self.size.width))
         self.refresh()
         self.post_message(self.LegendChanged(legend))
@@ -295,11 +306,14 @@ def calls_done(variant) -> dict[str, int]:
     return {kind: len(seen) for kind, seen in indices.items()}
 
 
-def call_counts(variant) -> str:
+def call_counts(variant, spec: dict | None = None) -> str:
     """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
     the timed ones are in the statistics (n=), so the two totals must not look alike. A
-    training variant's are steps: "10 010/10 010 steps = 10 000 timed + 10 warm-up"."""
-    spec = variant.spec or {}
+    training variant's are steps: "10 010/10 010 steps = 10 000 timed + 10 warm-up".
+    `spec`: the variant's as the run asked for it, until its own arrives (a run in rounds
+    names a variant at its round's start, before its worker reports: "0/? calls" of a
+    training variant)."""
+    spec = variant.spec or spec or {}
     done = calls_done(variant)
     expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
                 "profiled": spec.get("profile_iterations")}
@@ -308,7 +322,7 @@ def call_counts(variant) -> str:
         if done[kind] or expected[kind]]
     total = sum(done.values())
     planned = sum(v or 0 for v in expected.values()) if expected["timed"] else None
-    unit = "steps" if variant.training else "calls"
+    unit = "steps" if variant.training or spec.get("task") == "train" else "calls"
     return f"{fmt.thousands(total)}/{fmt.thousands(planned) if planned else '?'} {unit} = " + " + ".join(parts)
 
 
@@ -325,7 +339,7 @@ class StatsPanel(Static):
     a run is going.
     """
 
-    _shown: tuple = (None, None)
+    _shown: tuple = (None, None, None)
     _waiting: str = NO_RUN
 
     def on_resize(self) -> None:
@@ -336,8 +350,9 @@ class StatsPanel(Static):
         self._waiting = text
         self.show(None, None)
 
-    def show(self, variant, expected: int | None) -> None:
-        self._shown = (variant, expected)
+    def show(self, variant, expected: int | None, spec: dict | None = None) -> None:
+        """`spec`: the variant's as the run asked for it (call_counts)."""
+        self._shown = (variant, expected, spec)
         if variant is None:
             self.update(self._waiting)
             return
@@ -354,7 +369,7 @@ class StatsPanel(Static):
         rounds = variant.round_positions and max(variant.round_positions)
         if rounds and variant.status == "running":   # a run in rounds: where it is
             head += f"  round {variant.round}"
-        counts = call_counts(variant)
+        counts = call_counts(variant, spec)
         width = self.content_size.width or 80
         sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
         self.update(
@@ -362,7 +377,7 @@ class StatsPanel(Static):
             f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
             f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={s['n']} timed"
             + ("  [yellow]noisy[/]" if s["noisy"] else "")
-            + ("\n" + training_text(variant) if variant.training else ""))
+            + ("\n" + training_text(variant) if variant.training or (spec or {}).get("task") == "train" else ""))
 
 
 def training_text(variant) -> str:

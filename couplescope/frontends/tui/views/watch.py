@@ -73,7 +73,7 @@ gives 5 1 2 3 4)."""
 
     def run_started(self, record) -> None:
         self._shown = self._round = None
-        self.query_one(TimePlot).reset("")
+        self.query_one(TimePlot).say(f"run #{record.id} starting")
         self.query_one(IterationsTable).clear_rows()
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
         self.query_one(ProgressBar).update(total=1, progress=0)
@@ -113,16 +113,22 @@ gives 5 1 2 3 4)."""
         training = any(spec.label == name and spec.task == "train" for spec in record.specs)
         self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
         self._shown = name
-        self.query_one(TimePlot).reset(name, calls)
+        self.query_one(TimePlot).reset(name, calls, training)
         self.query_one(IterationsTable).add_variant(name)
         self.query_one(IterationsTable).add_iterations(calls)
 
     def run_ended(self, record) -> None:
-        if record is self.app.shown and record.current is None:   # no variant ever reported
-            self.query_one(StatsPanel).waiting(f"{record.name} {record.status} before any variant "
-                                               "reported: the log (t) says why")
         self._dirty = True
         self.redraw(force=True)       # its last sample is drawn before the panel goes idle
+        if record is self.app.shown and not record.measured():
+            if record.current is None:   # no variant ever reported
+                # stopped: the top line's words (it read "the log (t) says why", and the log
+                # gave no reason); else the log has it (the variant's failure, the run's error)
+                self.query_one(StatsPanel).waiting(
+                    record.ending_words() if record.status == "stopped" else
+                    f"{record.name} failed before any variant reported: the log (t) says why")
+            ended = {"error": "failed"}.get(record.status, record.status)
+            self.query_one(TimePlot).say(f"run #{record.id} {ended}: nothing measured")
         self.query_one(TelemetryPanel).idle(record.name)
 
     def redraw(self, force: bool = False) -> None:
@@ -143,7 +149,7 @@ gives 5 1 2 3 4)."""
             expected = record.expected(record.current)
             done = sum(calls_done(variant).values()) if variant is not None else 0
             self.query_one(ProgressBar).update(total=expected or 1, progress=done)
-            self.query_one(StatsPanel).show(variant, expected)
+            self.query_one(StatsPanel).show(variant, expected, record.spec_of(record.current))
             self._name_round(record, variant)
 
     def _name_round(self, record, variant) -> None:
