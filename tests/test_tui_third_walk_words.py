@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 
 from couplescope.core import replay, synthetic
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.messages import EventsArrived
 from couplescope.protocol.spec import RunSpec
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
@@ -117,6 +118,13 @@ async def test_a_training_run_counts_steps_from_its_start_and_plots_them(held):
         stats = " ".join(text(app, "#stats").split())
         assert "0/501 steps" in stats and "calls" not in stats, stats
         assert plot_title(app).startswith("no steps yet"), on_screen(app)
+        sample = {"tree": {"cpu_percent": 90.0}, "iteration": {"kind": "timed", "index": 5}}   # as sampled
+        app.post_message(EventsArrived(1, "telemetry", [{"event": "telemetry", "variant": app.runs[1].current,
+                                                         "sample": sample}]))
+        await pilot.press("t")
+        await until(pilot, lambda: "during timed" in text(app, "#telemetry-panel"), "the sample drawn")
+        assert "during timed step 5" in text(app, "#telemetry-panel"), text(app, "#telemetry-panel")
+        await pilot.press("w")
         held.set()
         await until(pilot, lambda: app.active is None, "the run ended")
         app.redraw_views()

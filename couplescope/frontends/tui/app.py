@@ -297,7 +297,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
             return
         if not any(r.measured() for r in records):
             which = "the runs marked in History" if any(r.selected for r in self.runs.values()) else "the runs"
-            self.say_why_not(f"nothing to compare yet: {which} made no call so far")
+            made = "step" if all(r.unit() == "step" for r in records) else "call"
+            self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
             return
         task = None
         if isinstance(self.screen, CompareScreen):

@@ -43,7 +43,7 @@ class ExportKey:
             self.say_why_not(f"{self.exporting.name} is being exported: e again when it is done")
             return
         if not record.measured():
-            self.say_why_not(f"nothing to export: {record.name} made no call (the log, t, says why)")
+            self.say_why_not(f"nothing to export: {record.name} made no {record.unit()} (the log, t, says why)")
             return
         try:   # the form's export field (the command line's --export fills it)
             parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT

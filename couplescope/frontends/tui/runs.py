@@ -89,10 +89,14 @@ class RunRecord:
         """How it was stopped: by the user's `s` (or q's yes), else by a signal it got."""
         return "stopped by you (s)" if self.stopping else "stopped"
 
+    def unit(self, variant: str | None = None) -> str:
+        """What the run (the variant) makes: "call", or a training run's "step"."""
+        tasks = {self.spec_of(variant).get("task")} if variant else {s.task for s in self.specs}
+        return "step" if tasks == {"train"} else "call"
+
     def first_call(self, variant: str | None = None) -> str:
         """"its first call", or a training run's (variant's) "its first step"."""
-        tasks = {self.spec_of(variant).get("task")} if variant else {s.task for s in self.specs}
-        return "its first step" if tasks == {"train"} else "its first call"
+        return f"its first {self.unit(variant)}"
 
     def fastest_median(self):
         rows = self.builder.comparison()

@@ -37,8 +37,13 @@ def _dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def describe(sample: dict) -> str:
-    """The panel's text for one sample (schema: couplescope.core.telemetry.sampler's docstring)."""
+#: the sample's "during timed iteration 5" in the words of what the variant makes (RunRecord.unit)
+WORDS = {"call": "iteration", "step": "step"}
+
+
+def describe(sample: dict, unit: str = "iteration") -> str:
+    """The panel's text for one sample (schema: couplescope.core.telemetry.sampler's
+    docstring); `unit`: what the sampled variant makes, "iteration" or a training "step"."""
 
     if not isinstance(sample, dict):
         return "telemetry: n/a"
@@ -64,7 +69,7 @@ def describe(sample: dict) -> str:
                      f"temp {_num(g.get('temperature_c'), ' °C')}")
     iteration = _dict(sample.get("iteration"))
     if iteration:
-        lines.append(f"during {iteration.get('kind', '?')} iteration {iteration.get('index', '?')}")
+        lines.append(f"during {iteration.get('kind', '?')} {unit} {iteration.get('index', '?')}")
     return "\n".join(lines)
 
 
@@ -103,9 +108,12 @@ class TelemetryPanel(Static):
     def on_mount(self) -> None:
         self._last: dict | None = None
         self._by_node: dict[str, dict] = {}
+        self._unit = "iteration"
         self.update("telemetry: waiting for a run")
 
-    def show(self, sample: dict, node: str | None = None) -> None:
+    def show(self, sample: dict, node: str | None = None, unit: str = "iteration") -> None:
+        """`unit`: what the sampled variant makes, "iteration" or a training "step"."""
+        self._unit = unit
         if node is None:
             self._last, self._by_node = sample, {}
         else:
@@ -131,7 +139,7 @@ class TelemetryPanel(Static):
                 if len(names) > NODE_LINES:
                     lines.append(f"... and {len(names) - NODE_LINES} more nodes")
                 return "\n".join(lines)
-            return describe(self._last)
+            return describe(self._last, self._unit)
         except Exception as exc:  # an odd sample must never break the app
             return f"telemetry: cannot show this sample ({type(exc).__name__})"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 
-from couplescope.frontends.tui.telemetry_panel import DiagnosticsLog, TelemetryPanel
+from couplescope.frontends.tui.telemetry_panel import WORDS, DiagnosticsLog, TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
 
 
@@ -28,13 +28,13 @@ diagnostics in plain words: sampled by this process, never inside the worker."""
     def follow(self, record, events: list[dict]) -> None:
         if record is self.app.shown:   # drawn by redraw, not per sample; a multi-node job's per node
             for ev in events:
-                self._samples[ev.get("node")] = ev.get("sample") or {}
+                self._samples[ev.get("node")] = (ev.get("sample") or {}, WORDS[record.unit(ev.get("variant"))])
 
     def redraw(self, force: bool = False) -> None:
         if self._samples:
             samples, self._samples = self._samples, {}
-            for node, sample in samples.items():
-                self.query_one(TelemetryPanel).show(sample, node)
+            for node, (sample, unit) in samples.items():
+                self.query_one(TelemetryPanel).show(sample, node, unit)
 
     def run_ended(self, record) -> None:
         self.redraw(force=True)   # its last sample, then: idle

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
-from couplescope.frontends.tui.telemetry_panel import TelemetryPanel
+from couplescope.frontends.tui.telemetry_panel import WORDS, TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, TRAINING_HEADER, IterationsTable, PlotLegend,
                                                      StatsPanel, TimePlot, calls_done)
@@ -96,7 +96,7 @@ gives 5 1 2 3 4)."""
             self._dirty = True
         elif kind == "telemetry":
             for ev in events:   # a multi-node job's nodes each send their own
-                self._samples[ev.get("node")] = ev.get("sample") or {}
+                self._samples[ev.get("node")] = (ev.get("sample") or {}, WORDS[record.unit(ev.get("variant"))])
         elif kind in ("run_started", "round_started"):   # a variant starts, or takes its turn
             self._dirty = True
         else:                         # a variant ended: its final state at once
@@ -141,8 +141,8 @@ gives 5 1 2 3 4)."""
         self.query_one(IterationsTable).flush()
         if self._samples:
             samples, self._samples = self._samples, {}
-            for node, sample in samples.items():
-                self.query_one(TelemetryPanel).show(sample, node)
+            for node, (sample, unit) in samples.items():
+                self.query_one(TelemetryPanel).show(sample, node, unit)
         if (self._dirty or switched) and record is not None and record.current:
             self._dirty = False
             variant = record.builder.variants.get(record.current)
