@@ -11,9 +11,10 @@ couplescope.core.synthetic; no worker process, no catalogue (no torch import).""
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Select
 
 from couplescope.core import replay, synthetic
+from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.messages import EventsArrived
 from couplescope.protocol.spec import RunSpec
@@ -143,3 +144,22 @@ def test_history_says_steps_for_training_and_keeps_what_differs_in_a_narrow_row(
     assert rows_words(runs, lambda r: 80) == {1: "train: torchscript, bridge, aoti, steps 50",
                                               2: "train: torchscript, bridge, aoti, steps 500"}
     assert rows_words(runs, lambda r: 24) == {1: "3 backends, steps 50", 2: "3 backends, steps 500"}
+
+
+# -- 10. a disabled field does not look openable ----------------------------------------------------
+
+async def test_a_training_form_s_grad_mode_shows_no_arrow():
+    from test_tui_first_use import PRESET
+
+    app = CoupleScopeApp(RunOptions(preset=PRESET), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        grad = app.query_one("#grad_mode", Select)
+        await until(pilot, lambda: grad.disabled, "a training form")
+        await pilot.pause()
+        (row,) = [line for line in on_screen(app).splitlines() if "forward with gradients" in line]
+        assert "▼" not in row and "▲" not in row, row
+        app.query_one("#task", Select).value = "infer"   # enabled again: its arrow back
+        await until(pilot, lambda: not grad.disabled, "an inference form")
+        await pilot.pause()
+        (row,) = [line for line in on_screen(app).splitlines() if line.strip().startswith("grad mode")]
+        assert "▼" in row, row
