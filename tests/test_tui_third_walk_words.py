@@ -11,7 +11,7 @@ couplescope.core.synthetic; no worker process, no catalogue (no torch import).""
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Select
+from textual.widgets import DataTable, Select, Tabs
 
 from couplescope.core import replay, synthetic
 from couplescope.core.request import RunOptions
@@ -163,3 +163,21 @@ async def test_a_training_form_s_grad_mode_shows_no_arrow():
         await pilot.pause()
         (row,) = [line for line in on_screen(app).splitlines() if line.strip().startswith("grad mode")]
         assert "▼" in row, row
+
+
+# -- 11. a field that takes words says escape leaves it ----------------------------------------------
+
+async def test_a_field_that_takes_words_shows_escape_in_the_footer_and_a_number_field_the_keys():
+    app = CoupleScopeApp(RunOptions(model="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for field in ("name", "fc"):                    # the variant's name, the Fortran compiler
+            app.query_one(f"#{field}").focus()
+            await pilot.pause()
+            footer = " ".join(on_screen(app).splitlines()[-1].split())
+            assert "esc leave the field" in footer, (field, footer)
+            await pilot.press("escape")                  # and it does
+            await until(pilot, lambda: isinstance(app.focused, Tabs), app.focused)
+        app.query_one("#iterations").focus()             # digits only: the letter keys act there
+        await pilot.pause()
+        footer = " ".join(on_screen(app).splitlines()[-1].split())
+        assert "r run" in footer and "leave the field" not in footer, footer

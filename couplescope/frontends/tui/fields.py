@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Checkbox, Input, Select
@@ -42,7 +43,25 @@ class FieldInput(Input):
     are then skipped and the footer hides them. A field restricted to digits (a number, a
     size list, an input shape) claims only what its `restrict` or `type` lets in, so the
     letter keys work wherever the focus is (docs/tui.md). A free-text field (launcher
-    arguments) takes letters as text: escape leaves it."""
+    arguments) takes letters as text: escape leaves it, and the footer says so (it showed
+    only the palette's key there: the app's keys are letters the field takes)."""
+
+    BINDINGS = [Binding("escape", "leave", "leave the field",
+                        tooltip="the focus leaves the field for the tab bar, and the app's keys (r, q ...) "
+                                "work again; the footer shows this key in such a field only.")]
+
+    @property
+    def takes_words(self) -> bool:
+        """Whether it takes letters as text (the app's letter keys do not reach it)."""
+        return not self.restrict and self.type not in _TYPED_CHARS
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Its escape only where it takes words (elsewhere the app's, not in the footer:
+        the app's keys are there)."""
+        return self.takes_words if action == "leave" else super().check_action(action, parameters)
+
+    def action_leave(self) -> None:
+        self.app.action_leave_field()
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         if character is None or not character.isprintable():

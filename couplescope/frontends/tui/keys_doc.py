@@ -3,9 +3,10 @@ bindings and the view registry (python -m couplescope.frontends.docs_tables writ
 
 A key is documented where it is bound: its Binding's tooltip (what the footer shows on
 hover) is the table's "what it does", else its description. The rows: the app's own keys,
-the views' keys (one row, from the registry), each view's own bindings, then each
-screen's (every Screen subclass of the app's modules), so a key, view or screen added to
-the code is in the docs at the next regeneration.
+the views' keys (one row, from the registry), each view's own bindings, a field's that
+takes words (fields.FieldInput), then each screen's (every Screen subclass of the app's
+modules), so a key, view or screen added to the code is in the docs at the next
+regeneration.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def _screen_words(cls: type) -> str:
 def keys_table(views) -> str:
     """docs/tui.md's key table: the app's keys, the views' keys, each view's and each screen's."""
     from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.fields import FieldInput
 
     rows = _rows(CoupleScopeApp.BINDINGS, "the app")
     rows.append(([key_name(v.key) for v in views], "the app",
@@ -64,6 +66,7 @@ def keys_table(views) -> str:
                  "focus back where it was in that view."))
     for view in views:
         rows += _rows(vars(view).get("BINDINGS", ()), f"the {view.title} view")
+    rows += _rows(FieldInput.BINDINGS, "a field that takes words")
     for screen in screens():
         rows += _rows(screen.BINDINGS, f"the {_screen_words(screen)}")
     lines = ["| key | where | what it does |", "|---|---|---|"]
