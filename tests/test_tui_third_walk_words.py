@@ -181,3 +181,27 @@ async def test_a_field_that_takes_words_shows_escape_in_the_footer_and_a_number_
         await pilot.pause()
         footer = " ".join(on_screen(app).splitlines()[-1].split())
         assert "r run" in footer and "leave the field" not in footer, footer
+
+
+# -- 13. e on a run already exported -----------------------------------------------------------------
+
+async def test_e_on_an_exported_run_says_where_it_is_and_writes_no_second_copy(tmp_path):
+    import os
+
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path / "runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("e")
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
+        first = app.runs[1].export_path
+        await pilot.press("e")                          # again: it says where it already is
+        await until(pilot, lambda: "already exported" in text(app, "#status"), text(app, "#status"))
+        assert first in " ".join(text(app, "#status").split()), text(app, "#status")
+        await pilot.pause()
+        assert app.exporting is None and os.listdir(tmp_path / "runs") == [os.path.basename(first)]
+        app.query_one("#export").value = str(tmp_path / "elsewhere")   # another folder: a copy there, said so
+        await pilot.press("e")
+        await until(pilot, lambda: app.runs[1].export_path != first and app.exporting is None, app.notes[-1:])
+        assert os.path.isdir(first) and app.runs[1].export_path.startswith(str(tmp_path / "elsewhere"))
+        assert "a second copy" in text(app, "#status") and "elsewhere" in text(app, "#status"), text(app, "#status")

@@ -50,6 +50,9 @@ class ExportKey:
         except UsageError as exc:
             self.say_why_not(f"cannot export: {exc}")
             return
+        if already_in(record, parent):   # a second copy, written without a word, helped no one
+            self.say_why_not(f"{record.name} is already exported, to {record.export_path} (h: its traces' command)")
+            return
         self.exporting = record
         record.export_done.clear()
         self.set_status(f"exporting {record.name} to {parent} ...")
@@ -58,6 +61,7 @@ class ExportKey:
     @work(thread=True, exit_on_error=False, group="export")
     def export_run(self, record: RunRecord, parent: str) -> None:
         path = error = None
+        record.export_earlier = record.export_path
         try:
             path = record.export(parent)
         except (UsageError, OSError) as exc:
@@ -88,6 +92,17 @@ class ExportKey:
         # the status line, not a toast: a toast sat over the path under History for seconds;
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()
-        self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
+        if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
+            self.set_status(f"{record.name}: a second copy written, to {path} (the first is in "
+                            f"{record.export_earlier})")
+        else:
+            self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
         for view in self.views:
             view.run_changed(record)
+
+
+def already_in(record: RunRecord, parent: str) -> bool:
+    """Whether the run was exported into `parent` already, and its directory is still there
+    (one removed since is written again; another folder in the export field gets a copy)."""
+    path = record.export_path
+    return bool(path) and os.path.isdir(path) and os.path.realpath(os.path.dirname(path)) == os.path.realpath(parent)

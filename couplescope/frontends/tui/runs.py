@@ -31,6 +31,7 @@ class RunRecord:
         self.listener = None               # its AppListener (posted_batches: benchmarks)
         self.session = None
         self.export_path: str | None = None
+        self.export_earlier: str | None = None   # where it was exported before the export going
         self.export_missing: list[str] = []     # files of its export a full disk kept out
         self.summary_error: str | None = None   # why an export has no summary.png
         self.selected = False              # marked for the compare view
