@@ -70,7 +70,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
                 tooltip="export the highlighted run of the History view (the latest run by default) to a "
                         "new run directory, exactly as --export writes it. The top line says exporting at "
                         "once (copying the traces and drawing summary.png take seconds, on a thread), "
-                        "then where it went."),
+                        "then where it went. A run already exported to that folder is not written "
+                        "again: it says where it is."),
         Binding("c", "compare", "compare", priority=True,
                 tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
                         "time; on the compare screen, draw it again with what has arrived since."),
