@@ -205,3 +205,22 @@ async def test_e_on_an_exported_run_says_where_it_is_and_writes_no_second_copy(t
         await until(pilot, lambda: app.runs[1].export_path != first and app.exporting is None, app.notes[-1:])
         assert os.path.isdir(first) and app.runs[1].export_path.startswith(str(tmp_path / "elsewhere"))
         assert "a second copy" in text(app, "#status") and "elsewhere" in text(app, "#status"), text(app, "#status")
+
+
+# -- 9. the plot chosen with v stays chosen ------------------------------------------------------------
+
+async def test_the_plot_chosen_with_v_is_kept_when_compare_draws_again_or_opens_again():
+    app = replay_app("sweep")                          # one model at three sizes: median vs size first
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+        assert app.screen.plotted is not None             # median vs size
+        await pilot.press("v")                             # the boxes
+        await until(pilot, lambda: app.screen.plotted is None, "the boxes")
+        for keys in (("tab", "tab"), ("c",), ("escape", "c")):   # one task: tab says so; c draws it again
+            await pilot.press(*keys)
+            await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+            await pilot.pause()
+            shown = " ".join(on_screen(app).split())
+            assert app.screen.plotted is None and "(v: vs size)" in shown, (keys, shown)

@@ -114,6 +114,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self.runs: dict[int, RunRecord] = {}
         #: the variants the compare screen leaves out ("#run variant"): kept when it is opened again
         self.left_out: set[str] = set()
+        #: the compare plot chosen with `v` (median vs size, else boxes): kept as left_out is
+        self.compare_by_size = True
         self._help: HelpScreen | None = None      # the help screen, made at the first `?`
         self.active: RunRecord | None = None      # the run going now
         self.shown: RunRecord | None = None       # the run the Watch view shows (the latest)

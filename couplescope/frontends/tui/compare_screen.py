@@ -106,9 +106,19 @@ class CompareScreen(Screen):
         present = [t for t in TASKS if t in self.tasks.values()]
         latest = next((self.tasks[n] for n in reversed(every)), "infer")   # the latest run's
         self.compared_task = task if task in present else latest
-        self.by_size = True   # when the variants hold a sweep: median vs size, else boxes
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self._select_task()
+
+    @property
+    def by_size(self) -> bool:
+        """When the variants hold a sweep: median vs size, else boxes. The app's, as the
+        variants left out are: `c` drawing compare again, or opening it again, kept the
+        variants left out but forgot the plot chosen with `v`."""
+        return self.app.compare_by_size
+
+    @by_size.setter
+    def by_size(self, value: bool) -> None:
+        self.app.compare_by_size = value
 
     def _select_task(self) -> None:
         """The variants of the task compared, their builder (less those left out), and the
