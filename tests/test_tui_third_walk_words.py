@@ -144,6 +144,12 @@ def test_history_says_steps_for_training_and_keeps_what_differs_in_a_narrow_row(
     assert rows_words(runs, lambda r: 80) == {1: "train: torchscript, bridge, aoti, steps 50",
                                               2: "train: torchscript, bridge, aoti, steps 500"}
     assert rows_words(runs, lambda r: 24) == {1: "3 backends, steps 50", 2: "3 backends, steps 500"}
+    # the rounds a run decides by itself (5 for a comparison, 1 for one variant) tell nothing
+    from couplescope.core.request import from_specs
+
+    one, two = [spec(size=8, iterations=20)], [spec(size=8, iterations=20), spec(size=16, iterations=20)]
+    runs = [RunRecord(n, "simplenet", specs, from_specs(specs)) for n, specs in ((1, one), (2, two))]
+    assert rows_words(runs, lambda r: 80) == {1: "infer: torchscript, size 8", 2: "infer: torchscript, size 8,16"}
 
 
 # -- 10. a disabled field does not look openable ----------------------------------------------------

@@ -61,8 +61,19 @@ def settings(record) -> dict[str, str]:
             words[option.name] = f"{label or option.short_label} {','.join(values)}"
     for name in MEASURING:
         option = options.BY_NAME[name]
-        words[name] = f"{option.short_label} {_value_words(option, getattr(record.request, name, None))}"
+        words[name] = f"{option.short_label} {_value_words(option, _run_value(record, name))}"
     return words
+
+
+def _run_value(record, name: str):
+    """A run option's value; None where it is what the run decides by itself (the rounds
+    of a comparison: `rounds 1` beside `rounds 5` said only that one run had more variants)."""
+    from couplescope.core import rounds
+
+    value = getattr(record.request, name, None)
+    if name == "rounds" and value is not None and value == rounds.resolve(None, record.specs):
+        return None
+    return value
 
 
 def differences(record, peers) -> list[str]:
