@@ -51,7 +51,9 @@ class ExportKey:
             self.say_why_not(f"cannot export: {exc}")
             return
         if already_in(record, parent):   # a second copy, written without a word, helped no one
-            self.say_why_not(f"{record.name} is already exported, to {record.export_path} (h: its traces' command)")
+            # the top line only, as an export's end: a toast sat over the path under History
+            self.set_status(f"{record.name} is already exported, to {os.path.basename(record.export_path)} "
+                            "(where, and its command: h)")
             return
         self.exporting = record
         record.export_done.clear()
@@ -93,8 +95,8 @@ class ExportKey:
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()
         if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
-            self.set_status(f"{record.name}: a second copy written, to {path} (the first is in "
-                            f"{record.export_earlier})")
+            self.set_status(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the first "
+                            f"is in {os.path.dirname(record.export_earlier)}; h: where, and its command)")
         else:
             self.set_status(f"{record.name} exported to {os.path.basename(path)} (where, and its command: h)")
         for view in self.views:
