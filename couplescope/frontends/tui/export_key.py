@@ -53,7 +53,7 @@ class ExportKey:
         if already_in(record, parent):   # a second copy, written without a word, helped no one
             # the top line only, as an export's end: a toast sat over the path under History
             self.set_status(f"{record.name} is already exported, to {os.path.basename(record.export_path)} "
-                            "(where, and its command: h)")
+                            "(h shows where)")
             return
         self.exporting = record
         record.export_done.clear()
