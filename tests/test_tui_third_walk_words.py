@@ -231,3 +231,15 @@ async def test_the_plot_chosen_with_v_is_kept_when_compare_draws_again_or_opens_
             await pilot.pause()
             shown = " ".join(on_screen(app).split())
             assert app.screen.plotted is None and "(v: vs size)" in shown, (keys, shown)
+
+
+def test_history_compares_values_not_words_and_leaves_out_whole_settings():
+    from couplescope.frontends.tui.runs import RunRecord
+    from couplescope.frontends.tui.runs_apart import rows_words
+    from couplescope.frontends.tui.runs_table import RUN_WIDTH, run_cell
+
+    runs = [RunRecord(1, "simplenet", [spec(iterations=20, size=8)], None),
+            RunRecord(2, "simplenet", [spec(iterations=20, size=16, task="train")], None)]
+    assert rows_words(runs, lambda r: 80) == {1: "infer: torchscript, size 8", 2: "train: torchscript, size 16"}
+    cell = run_cell(runs[0], "size 8, threads 2, iterations 200").plain   # (iterations 20 = steps 20)
+    assert cell == "  #1 simplenet  size 8, threads 2, …" and len(cell) <= RUN_WIDTH, cell

@@ -50,19 +50,23 @@ def _value_words(option, value) -> str:
 
 
 def settings(record) -> dict[str, str]:
-    """Every setting of the run in words, by option (`size 8,16`: its variants' values),
-    in the options' order, the spec's then the run's."""
-    training = tasks(record) == "train"
-    words = {}
+    """Every setting of the run, by option, as its value in words (`8,16`: its variants'
+    values), in the options' order, the spec's then the run's."""
+    values = {}
     for option in options.SPEC_OPTIONS:
         if option.name not in NAMED:
-            values = dict.fromkeys(_value_words(option, getattr(s, option.name, None)) for s in record.specs)
-            label = TRAINING_LABELS.get(option.name) if training else None
-            words[option.name] = f"{label or option.short_label} {','.join(values)}"
+            each = dict.fromkeys(_value_words(option, getattr(s, option.name, None)) for s in record.specs)
+            values[option.name] = ",".join(each)
     for name in MEASURING:
-        option = options.BY_NAME[name]
-        words[name] = f"{option.short_label} {_value_words(option, _run_value(record, name))}"
-    return words
+        values[name] = _value_words(options.BY_NAME[name], _run_value(record, name))
+    return values
+
+
+def setting_words(record, name: str, value: str) -> str:
+    """`size 8,16`; a training run's iterations are `steps 500` (an inference run's
+    `iterations 500` beside it differs in its number only)."""
+    label = TRAINING_LABELS.get(name) if tasks(record) == "train" else None
+    return f"{label or options.BY_NAME[name].short_label} {value}"
 
 
 def _run_value(record, name: str):
@@ -77,9 +81,10 @@ def _run_value(record, name: str):
 
 
 def differences(record, peers) -> list[str]:
-    """The settings of `record` in which another of `peers` (runs of its title) differs."""
+    """The settings of `record` in which another of `peers` (runs of its title) differs, in words."""
     mine, theirs = settings(record), [settings(p) for p in peers if p is not record]
-    return [words for name, words in mine.items() if any(other[name] != words for other in theirs)]
+    return [setting_words(record, name, value) for name, value in mine.items()
+            if any(other[name] != value for other in theirs)]
 
 
 def context(record, form, shared: dict) -> str:

@@ -26,10 +26,15 @@ def named(record) -> str:
 
 
 def run_cell(record, words: str) -> Text:
-    """`* #2 simplenet  train: torchscript, bridge, size 8,16`, cut at the end to fit."""
+    """`* #2 simplenet  train: torchscript, bridge, size 8,16`; what does not fit is left
+    out whole, after the last setting that fits (`size 8, …`), never cut in a word."""
     text = (named(record) + words).rstrip()
     if len(text) > RUN_WIDTH:
-        text = text[:RUN_WIDTH - 1] + "…"
+        head = text[:RUN_WIDTH - 2]
+        if ", " in head[len(named(record)):]:
+            text = head.rsplit(", ", 1)[0] + ", …"
+        else:   # one long word (a path): cut
+            text = text[:RUN_WIDTH - 1] + "…"
     cell = Text(text)
     cell.stylize("bold", 0, min(len(record.name) + 2, len(text)))
     return cell
