@@ -243,6 +243,54 @@ def test_ranks_that_do_not_average_fail_the_same_weights_check(cli, tmp_path):
     assert failed and "hold different weights from rank 0" in failed[0]["error"]
 
 
+def step_losses(spec, monkeypatch, budget: float | None = None) -> list[float]:
+    """Every timed step's loss of a variant run in this process in three rounds of 20 steps,
+    as the engine makes them (batches); `budget` replaces a native batch's time budget."""
+    import tempfile
+
+    from couplescope import backends
+    from couplescope.backends.native import batch as native_batch
+    from couplescope.worker.engine import prepare, seed_steps
+    from couplescope.worker.measure import measure
+
+    if budget is not None:
+        monkeypatch.setattr(native_batch, "BATCH_SECONDS", budget)
+    losses = []
+
+    def emit(name, **fields):
+        losses.extend(fields["loss"] if name == "iterations" else [fields["loss"]])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prepared = prepare(spec, backends.get(spec.backend), tmp)
+        try:
+            prepared.coupling.load()
+            seed_steps(spec)
+            for first in (1, 21, 41):
+                measure(prepared, emit, "timed", 20, batch=True, first=first)
+        finally:
+            prepared.coupling.close()
+    return losses
+
+
+@pytest.mark.e2e
+@needs_native
+@pytest.mark.parametrize("backend", ["bridge", "torchscript"])
+def test_where_a_native_batch_ends_changes_no_steps_data(monkeypatch, backend):
+    """A native batch is filled with its steps' data ahead and ends when its time budget is
+    spent; the steps it did not make are made by the next batch on the data they were
+    filled with, so a run trains as one fill per step does (the python host), however its
+    batches were cut (a busy machine ended one early now and then: the bridge's last loss
+    differed from the python host's). A budget of 0 ends every batch after its first step."""
+    from couplescope.protocol.spec import RunSpec
+
+    spec = RunSpec(model="simplenet", task="train", backend=backend, bridge_model="torchscript",
+                   threads=1, warmup=0, iterations=60, profile_iterations=0, seed=3)
+    cut = step_losses(spec.replace(host="native"), monkeypatch, budget=0.0)
+    one_by_one = step_losses(spec.replace(host="python"), monkeypatch)
+    assert len(cut) == len(one_by_one) == 60
+    np.testing.assert_allclose(cut, one_by_one, rtol=1e-6)
+
+
 # -- no processes ------------------------------------------------------------------------
 
 def test_loss_history_judges_the_ends_of_the_run():
@@ -273,3 +321,41 @@ def test_the_memory_estimate_counts_gradients_and_adams_state():
     sgd, adam = training_parts(parts, "sgd"), training_parts(parts, "adam")
     assert sgd["gradients"] == 100 and "optimizer state" not in sgd and sgd["kept for backward"] == 50
     assert adam["optimizer state"] == 200 and sum(adam.values()) == sum(sgd.values()) + 200
+
+
+def test_steps_a_batch_did_not_make_get_their_data_again():
+    """The data of steps filled ahead for a native batch and not made (it ended early) is
+    the data the next batch makes them with: every step gets what one fill per step gives."""
+    from couplescope.protocol.spec import RunSpec
+    from couplescope.worker.training_checks import Training
+    from couplescope.workloads import catalogue
+
+    def training():
+        workload = catalogue.load("simplenet", None, None)
+        size, dtype = workload.default_size, workload.dtype
+        arrays = workload.host_arrays(size, dtype, 5)
+        outputs = {"y": np.zeros_like(arrays["x"], order="F")}
+        return Training(RunSpec(model="simplenet", task="train", seed=5), workload, size, dtype, None,
+                        arrays, outputs, {}, workload.calls(size))
+
+    def data(t):
+        return t.arrays["x"].copy(), t.targets["y"].copy()
+
+    single = training()
+    expected = []
+    for _ in range(13):
+        single.fill_next()
+        expected.append(data(single))
+    batched, got = training(), []
+    for count, made in ((1, 1), (6, 2), (3, 1), (8, 5), (3, 3)):   # the driver's and C++ loop's cuts
+        rows = batched.fill_rows(count)
+        for i in range(made):   # what run_batch copies into the host arrays before step i
+            for array, buffer in rows.values():
+                array.ravel(order="K").view(np.uint8)[:] = buffer[i]
+            got.append(data(batched))
+        batched.unfill(count - made)
+    batched.fill_next()   # the one-call path (profiled steps) after a cut batch
+    got.append(data(batched))
+    assert batched.steps == len(got) == 13
+    for step, ((x, y), (want_x, want_y)) in enumerate(zip(got, expected), 1):
+        assert np.array_equal(x, want_x) and np.array_equal(y, want_y), f"step {step}"

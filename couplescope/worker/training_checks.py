@@ -26,6 +26,7 @@ import zlib
 
 import numpy as np
 
+from couplescope.backends.host_memory import flat_memory
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads.base import max_relative_error
 from couplescope.workloads.learning_tasks import LossHistory, ModuleRandomTarget, ModuleTargets, RandomTarget
@@ -84,37 +85,59 @@ class Training:
         #: (one rank's module saying done cannot stop the others' collectives)
         self.honours_done = True
         self.steps = 0             # steps filled so far (the next fill is step steps + 1)
+        #: steps filled ahead for a native batch that ended before making them: each one's
+        #: data, {host array key: its bytes}, which the next fills give back (`unfill`)
+        self._ahead: list[dict] = []
+        self._batch_rows: dict = {}   # the last fill_rows' rows, {key: rows of bytes}
         self.first_data = None     # step 1's inputs and targets, for the reference step
         self.gradient_check: dict | None = None
 
     # -- data, before each step (outside the timed region) ------------------------------------
     def fill_next(self) -> None:
         self.steps += 1
-        self.task.fill(self.steps, self.arrays, self.targets)
+        if self._ahead:   # a step filled before and not made: the same data again
+            fed = self._fed_arrays()
+            for key, row in self._ahead.pop(0).items():
+                flat_memory(fed[key]).view(np.uint8)[...] = row
+        else:
+            self.task.fill(self.steps, self.arrays, self.targets)
         if self.steps == 1:
             self.first_data = ({n: a.copy() for n, a in self.arrays.items()},
                                {n: t.copy() for n, t in self.targets.items()})
 
     def unfill(self, count: int) -> None:
-        """`count` steps filled ahead (a native batch) were not made: their numbers are
-        filled again (with new data: the task's data is random, or the same every step)."""
+        """The last `count` steps filled ahead (a native batch) were not made: the next fills
+        give their numbers the very data they had. A task draws its data from a generator
+        that has moved on, so filling them anew would give those steps other data than one
+        fill per step gives, and a run's training would depend on where its batches ended
+        (their time budget)."""
         self.steps -= count
+        if count and self._batch_rows:
+            made = len(next(iter(self._batch_rows.values()))) - count
+            self._ahead[:0] = [{key: rows[i].copy() for key, rows in self._batch_rows.items()}
+                               for i in range(made, made + count)]
+        self._batch_rows = {}
+
+    def _fed_arrays(self) -> dict:
+        """The host arrays a step's data is written into, by the keys of `fill_rows`."""
+        return {**{f"in:{n}": a for n, a in self.arrays.items()},
+                **{f"target:{n}": t for n, t in self.targets.items()}}
 
     def fill_rows(self, count: int) -> dict:
         """The next `count` steps' data as rows of bytes per host array (a native batch
         copies row i into the host arrays before step i): {name: (array, rows)}. Only the
         arrays the task changes; nothing when its data stays."""
+        self._batch_rows = {}
         if not self.task.fresh_data:
             for _ in range(count):
                 self.fill_next()
             return {}
-        names = {**{f"in:{n}": a for n, a in self.arrays.items()},
-                 **{f"target:{n}": t for n, t in self.targets.items()}}
-        rows = {key: (a, np.empty((count, a.nbytes), dtype=np.uint8)) for key, a in names.items()}
+        rows = {key: (a, np.empty((count, a.nbytes), dtype=np.uint8)) for key, a in self._fed_arrays().items()}
         for i in range(count):
             self.fill_next()
             for array, buffer in rows.values():
-                buffer[i] = array.ravel(order="K").view(np.uint8)
+                buffer[i] = flat_memory(array).view(np.uint8)
+        self._batch_rows = {key: buffer for key, (_, buffer) in rows.items()}
         return rows
 
     def said_done(self, kind: str, index: int) -> None:

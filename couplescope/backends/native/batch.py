@@ -36,7 +36,7 @@ class NativeBatchRunner(BatchRunner):
         rows = np.frombuffer(raw, dtype=np.float64).reshape(-1, width)   # the host's doubles, per call
         made = len(rows)
         if self.feeder is not None and made < count:
-            self.feeder.unfill(count - made)   # the steps not made: filled again next batch
+            self.feeder.unfill(count - made)   # the steps not made: the next batch makes them on the same data
         failed = (failure, failed_after) if failure else None
         errors = None
         if output_errors:   # the few calls whose output was not written

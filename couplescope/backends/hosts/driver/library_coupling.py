@@ -323,7 +323,7 @@ class DriverBatchRunner(BatchRunner):
                 self.feeder.unfill(count)
             return columns_of([]), (str(exc), 0.0)
         if self.feeder is not None and made < count:
-            self.feeder.unfill(count - made)   # the steps not made: filled again next batch
+            self.feeder.unfill(count - made)   # the steps not made: the next batch makes them on the same data
         coupling.calls_made += made
         raw = []
         for k in range(made):
