@@ -9,6 +9,15 @@ import sys
 
 import pytest
 
+#: torch's OpenMP threads (and MKL's, which run on the same libgomp) sleep when they wait,
+#: in every worker, rank and host the tests start (they inherit this), instead of spinning
+#: for the core: CI runs two test processes on two cores, so a worker's second thread spins
+#: against the other test process's work. It changes no thread count, result or code path,
+#: only how an idle thread waits: cgdrag's 40 training steps (size 64, two torch threads,
+#: beside one other busy process) took 52.5 s of CPU spinning and 10.5 s sleeping. Set
+#: before anything here imports torch (libgomp reads it when it loads).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # no garbage collection while the test modules import torch and the rest: a dozen full
 # collections over a growing heap, about 0.9 s per test worker (pytest_runtestloop turns it
 # back on)
