@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import glob
+import json
 import os
 import subprocess
 import sys
@@ -116,26 +119,49 @@ def command(capsys):
     return _run
 
 
-#: the variants of `exported_run`, and its profile window: 3 iterations, 2 of them recorded
+#: the variants of `exported`, its timed iterations and its profile window (3 iterations, 2 of
+#: them recorded)
 EXPORTED_VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
-EXPORTED_PROFILE = 3
+EXPORTED_TIMED, EXPORTED_PROFILE = 4, 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedRun:
+    directory: str   # the run directory
+    results: dict    # its results.json
+    stdout: str
+    stderr: str
 
 
 @pytest.fixture(scope="session")
-def exported_run(tmp_path_factory):
+def exported(tmp_path_factory) -> ExportedRun:
     """A real exported run with traces (simplenet through torchscript and through the
-    bridge, 2 timed and 3 profiled iterations), made once per test process for the tests of
-    the trace servers: they mark themselves xdist_group("exported-run"), so one worker
-    makes it."""
+    bridge, 4 timed and 3 profiled iterations), made once per test process for the tests of
+    the profiled window (tests/test_profiling.py), of the trace servers and of what the
+    profiler prints: they mark themselves xdist_group("exported-run"), so one worker makes
+    it. Its temporary files are in a folder of its own, where the run must leave none of its
+    folders."""
     parent = tmp_path_factory.mktemp("runs")
+    scratch = tmp_path_factory.mktemp("tmp")
     proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
-                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", "2",
+                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", str(EXPORTED_TIMED),
                            "--profile-iterations", str(EXPORTED_PROFILE), "--telemetry-hz", "0",
-                           "--quiet", "--export", str(parent)],
-                          capture_output=True, text=True, timeout=300, cwd=parent)
+                           "--export", str(parent)],
+                          capture_output=True, text=True, timeout=300, cwd=parent,
+                          env=dict(os.environ, NO_COLOR="1", TMPDIR=str(scratch)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (results,) = [os.path.join(parent, d, "results.json") for d in os.listdir(parent)]
-    return os.path.dirname(results)
+    assert "Traceback" not in proc.stderr
+    assert not glob.glob(str(scratch / "couplescope-*"))   # the trace staging folder is gone too
+    (directory,) = [os.path.join(parent, d) for d in os.listdir(parent)]
+    with open(os.path.join(directory, "results.json"), encoding="utf-8") as f:
+        results = json.load(f)
+    return ExportedRun(directory, results, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def exported_run(exported) -> str:
+    """The directory of `exported`, for the trace servers' tests."""
+    return exported.directory
 
 
 @pytest.fixture
