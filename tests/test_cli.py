@@ -55,6 +55,9 @@ def test_json_document_on_stdout(cli):
     v = doc["variants"][0]
     assert v["stats"]["n"] == 3 and v["checks_passed"]
     assert "PASSED" in r.stderr  # human lines moved to stderr
+    # a built-in model's variant is marked TorchScript (a user's module is not:
+    # tests/test_user_modules.py)
+    assert v["model"]["torchscript"] is True
 
 
 def test_list_shows_models_backends_presets_devices(command):
