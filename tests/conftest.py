@@ -164,6 +164,39 @@ def exported_run(exported) -> str:
     return exported.directory
 
 
+@dataclasses.dataclass(frozen=True)
+class FirstTraining:
+    proc: subprocess.CompletedProcess
+    variant: dict   # its variant in results.json
+    model: str      # the TorchScript file it saved
+
+
+@pytest.fixture(scope="session")
+def first_training(tmp_path_factory):
+    """`first_training(host)`: the README's first training command, `couplescope --model
+    simplenet --task train` (FTorch's example 11's 10 000 steps; `--host python` for the
+    python host), made once per host and test process, exported and its model saved (which
+    change nothing it makes) for the tests of what it prints (test_training_first_run.py),
+    learns and saves (test_training.py). They mark themselves xdist_group("first-training"),
+    so one worker makes it."""
+    made: dict[str, FirstTraining] = {}
+
+    def run(host: str) -> FirstTraining:
+        if host not in made:
+            folder = tmp_path_factory.mktemp(f"first-training-{host}")
+            model = str(folder / "out" / "shift.pt")   # (a folder it makes)
+            proc = run_cli("--model", "simplenet", "--task", "train",
+                           *(["--host", host] if host != "native" else []),
+                           "--save-model", model, "--export", folder / "runs", cwd=folder, timeout=900)
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+            (results,) = glob.glob(str(folder / "runs" / "*" / "results.json"))
+            with open(results, encoding="utf-8") as f:
+                (variant,) = json.load(f)["variants"]
+            made[host] = FirstTraining(proc, variant, model)
+        return made[host]
+    return run
+
+
 @pytest.fixture
 def cli(tmp_path):
     def _run(*args, **kw):
