@@ -212,7 +212,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "mpi" in item.keywords or "cuda" in item.keywords:
             item.add_marker(pytest.mark.e2e)
-    items.sort(key=_long_chains_first)
+    items.sort(key=_longest_first)
     try:
         import torch
 
@@ -227,19 +227,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-#: xdist groups that run one after another on one worker, longest first: under `--dist
-#: loadgroup` work is handed out in collection order, so a long chain collected last (the
-#: Slurm tests: minutes of waiting for queues and time limits) would run alone at the end
-#: while the other worker idles
-LONG_CHAINS = ("slurm", "coupling-matrix", "aoti-catalogue", "exported-run")
+def _longest_first(item) -> tuple:
+    """The order work is handed out in under `--dist loadgroup`, where a worker takes more
+    whenever it has two tests or fewer left: what a worker is still running when the other
+    has nothing left is the CI run's idle end, so the long work goes first. xdist hands out
+    the xdist groups first (chains of tests on one worker, ordered by how many tests they
+    hold: it reorders by that, whatever the order here), then single tests in this order:
+    those that start real processes (`e2e`: seconds to a minute each), then the app's Pilot
+    tests (a second or a few), then the rest (milliseconds). In file order, the last tests
+    were test_user_modules.py's runs of 4 to 14 s."""
+    import inspect
 
-
-def _long_chains_first(item) -> int:
-    for mark in item.iter_markers("xdist_group"):
-        name = mark.args[0] if mark.args else mark.kwargs.get("name")
-        if name in LONG_CHAINS:
-            return LONG_CHAINS.index(name)
-    return len(LONG_CHAINS)
+    grouped = any(True for _ in item.iter_markers("xdist_group"))
+    pilot = inspect.iscoroutinefunction(getattr(item, "obj", None))
+    return (not grouped, "e2e" not in item.keywords, not pilot)
 
 
 def pytest_collection_finish(session):
