@@ -133,6 +133,22 @@ class ExportedRun:
     stderr: str
 
 
+def exported_cli_run(folder, *args, **kw) -> ExportedRun:
+    """`couplescope ARGS --export FOLDER/runs` for real (run_cli's keywords), passed."""
+    proc = run_cli(*args, "--export", folder / "runs", cwd=folder, **kw)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    (results,) = glob.glob(str(folder / "runs" / "*" / "results.json"))
+    with open(results, encoding="utf-8") as f:
+        doc = json.load(f)
+    return ExportedRun(os.path.dirname(results), doc, proc.stdout, proc.stderr)
+
+
+#: the variants of `exported`, its timed iterations and its profile window (3 iterations, 2 of
+#: them recorded)
+EXPORTED_VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
+EXPORTED_TIMED, EXPORTED_PROFILE = 4, 3
+
+
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory) -> ExportedRun:
     """A real exported run with traces (simplenet through torchscript and through the
@@ -141,21 +157,13 @@ def exported(tmp_path_factory) -> ExportedRun:
     profiler prints: they mark themselves xdist_group("exported-run"), so one worker makes
     it. Its temporary files are in a folder of its own, where the run must leave none of its
     folders."""
-    parent = tmp_path_factory.mktemp("runs")
     scratch = tmp_path_factory.mktemp("tmp")
-    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
-                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", str(EXPORTED_TIMED),
-                           "--profile-iterations", str(EXPORTED_PROFILE), "--telemetry-hz", "0",
-                           "--export", str(parent)],
-                          capture_output=True, text=True, timeout=300, cwd=parent,
-                          env=dict(os.environ, NO_COLOR="1", TMPDIR=str(scratch)))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
+    run = exported_cli_run(tmp_path_factory.mktemp("exported"), "--model", "simplenet",
+                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", EXPORTED_TIMED,
+                           "--profile-iterations", EXPORTED_PROFILE, "--telemetry-hz", "0",
+                           env={"TMPDIR": str(scratch)})
     assert not glob.glob(str(scratch / "couplescope-*"))   # the trace staging folder is gone too
-    (directory,) = [os.path.join(parent, d) for d in os.listdir(parent)]
-    with open(os.path.join(directory, "results.json"), encoding="utf-8") as f:
-        results = json.load(f)
-    return ExportedRun(directory, results, proc.stdout, proc.stderr)
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -166,7 +174,7 @@ def exported_run(exported) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class FirstTraining:
-    proc: subprocess.CompletedProcess
+    run: ExportedRun
     variant: dict   # its variant in results.json
     model: str      # the TorchScript file it saved
 
@@ -185,16 +193,29 @@ def first_training(tmp_path_factory):
         if host not in made:
             folder = tmp_path_factory.mktemp(f"first-training-{host}")
             model = str(folder / "out" / "shift.pt")   # (a folder it makes)
-            proc = run_cli("--model", "simplenet", "--task", "train",
-                           *(["--host", host] if host != "native" else []),
-                           "--save-model", model, "--export", folder / "runs", cwd=folder, timeout=900)
-            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
-            (results,) = glob.glob(str(folder / "runs" / "*" / "results.json"))
-            with open(results, encoding="utf-8") as f:
-                (variant,) = json.load(f)["variants"]
-            made[host] = FirstTraining(proc, variant, model)
+            done = exported_cli_run(folder, "--model", "simplenet", "--task", "train",
+                                    *(["--host", host] if host != "native" else []),
+                                    "--save-model", model, timeout=900)
+            (variant,) = done.results["variants"]
+            made[host] = FirstTraining(done, variant, model)
         return made[host]
     return run
+
+
+#: `rounds_run`'s timed iterations and warm-ups per variant, and its rounds
+ROUNDS_TIMED, ROUNDS_WARMUP, ROUNDS = 6, 2, 3
+
+
+@pytest.fixture(scope="session")
+def rounds_run(tmp_path_factory) -> ExportedRun:
+    """simplenet through torchscript and through the bridge in 3 interleaved rounds (6 timed
+    iterations and 2 warm-ups each), exported: made once per test process for the tests of
+    what a passing run prints (test_cli.py) and of how its workers take their rounds
+    (test_rounds_e2e.py). They mark themselves xdist_group("rounds-run")."""
+    return exported_cli_run(tmp_path_factory.mktemp("rounds"), "--model", "simplenet",
+                            "--backend", "torchscript,bridge", "--rounds", ROUNDS, "--iterations", ROUNDS_TIMED,
+                            "--warmup", ROUNDS_WARMUP, "--threads", "1", "--profile-iterations", "0",
+                            "--telemetry-hz", "0")
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def test_simplenet_learns_example_11s_shift_on_every_host(first_training, host):
 
     run = first_training(host)
     assert run.variant["training"]["train_call"] == hosts.get(host).train_calls[0]
-    assert_learnt_example_11s_shift(run.variant, run.proc.stdout, host)
+    assert_learnt_example_11s_shift(run.variant, run.run.stdout, host)
 
 
 @pytest.mark.e2e
@@ -144,7 +144,7 @@ def test_save_model_writes_a_torchscript_file_that_shifts(first_training):
     import torch
 
     run = first_training("native")
-    assert f"trained model saved (TorchScript): {run.model}" in run.proc.stdout
+    assert f"trained model saved (TorchScript): {run.model}" in run.run.stdout
     model = torch.jit.load(run.model)
     with torch.no_grad():
         got = model(torch.arange(1.0, 6.0)).numpy()

@@ -54,7 +54,7 @@ def test_help_says_what_training_makes_by_default(command):
 def test_the_first_training_command_passes(first_training, host):
     """`couplescope --model simplenet --task train` made 10 steps, failed example 11's
     check and exited 1. It makes the 10 000 the task needs (about a second of steps)."""
-    r = first_training(host).proc
+    r = first_training(host).run
     assert "10 000 timed steps + 1 warm-up ==" in r.stdout
     assert "PASSED :: [training] relative tolerance = 0.1000E-02" in r.stdout
     assert "9 995 more steps PASSED (--verbose prints every one)" in r.stdout
