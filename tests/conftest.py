@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import glob
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+#: torch's OpenMP threads (and MKL's, which run on the same libgomp) sleep when they wait,
+#: in every worker, rank and host the tests start (they inherit this), instead of spinning
+#: for the core: CI runs two test processes on two cores, so a worker's second thread spins
+#: against the other test process's work. It changes no thread count, result or code path,
+#: only how an idle thread waits: cgdrag's 40 training steps (size 64, two torch threads,
+#: beside one other busy process) took 52.5 s of CPU spinning and 10.5 s sleeping. Set
+#: before anything here imports torch (libgomp reads it when it loads).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # no garbage collection while the test modules import torch and the rest: a dozen full
 # collections over a growing heap, about 0.9 s per test worker (pytest_runtestloop turns it
@@ -107,26 +119,103 @@ def command(capsys):
     return _run
 
 
-#: the variants of `exported_run`, and its profile window: 3 iterations, 2 of them recorded
+#: the variants of `exported`, its timed iterations and its profile window (3 iterations, 2 of
+#: them recorded)
 EXPORTED_VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
-EXPORTED_PROFILE = 3
+EXPORTED_TIMED, EXPORTED_PROFILE = 4, 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedRun:
+    directory: str   # the run directory
+    results: dict    # its results.json
+    stdout: str
+    stderr: str
+
+
+def exported_cli_run(folder, *args, **kw) -> ExportedRun:
+    """`couplescope ARGS --export FOLDER/runs` for real (run_cli's keywords), passed."""
+    proc = run_cli(*args, "--export", folder / "runs", cwd=folder, **kw)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    (results,) = glob.glob(str(folder / "runs" / "*" / "results.json"))
+    with open(results, encoding="utf-8") as f:
+        doc = json.load(f)
+    return ExportedRun(os.path.dirname(results), doc, proc.stdout, proc.stderr)
+
+
+#: the variants of `exported`, its timed iterations and its profile window (3 iterations, 2 of
+#: them recorded)
+EXPORTED_VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
+EXPORTED_TIMED, EXPORTED_PROFILE = 4, 3
 
 
 @pytest.fixture(scope="session")
-def exported_run(tmp_path_factory):
+def exported(tmp_path_factory) -> ExportedRun:
     """A real exported run with traces (simplenet through torchscript and through the
-    bridge, 2 timed and 3 profiled iterations), made once per test process for the tests of
-    the trace servers: they mark themselves xdist_group("exported-run"), so one worker
-    makes it."""
-    parent = tmp_path_factory.mktemp("runs")
-    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
-                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", "2",
-                           "--profile-iterations", str(EXPORTED_PROFILE), "--telemetry-hz", "0",
-                           "--quiet", "--export", str(parent)],
-                          capture_output=True, text=True, timeout=300, cwd=parent)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (results,) = [os.path.join(parent, d, "results.json") for d in os.listdir(parent)]
-    return os.path.dirname(results)
+    bridge, 4 timed and 3 profiled iterations), made once per test process for the tests of
+    the profiled window (tests/test_profiling.py), of the trace servers and of what the
+    profiler prints: they mark themselves xdist_group("exported-run"), so one worker makes
+    it. Its temporary files are in a folder of its own, where the run must leave none of its
+    folders."""
+    scratch = tmp_path_factory.mktemp("tmp")
+    run = exported_cli_run(tmp_path_factory.mktemp("exported"), "--model", "simplenet",
+                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", EXPORTED_TIMED,
+                           "--profile-iterations", EXPORTED_PROFILE, "--telemetry-hz", "0",
+                           env={"TMPDIR": str(scratch)})
+    assert not glob.glob(str(scratch / "couplescope-*"))   # the trace staging folder is gone too
+    return run
+
+
+@pytest.fixture(scope="session")
+def exported_run(exported) -> str:
+    """The directory of `exported`, for the trace servers' tests."""
+    return exported.directory
+
+
+@dataclasses.dataclass(frozen=True)
+class FirstTraining:
+    run: ExportedRun
+    variant: dict   # its variant in results.json
+    model: str      # the TorchScript file it saved
+
+
+@pytest.fixture(scope="session")
+def first_training(tmp_path_factory):
+    """`first_training(host)`: the README's first training command, `couplescope --model
+    simplenet --task train` (FTorch's example 11's 10 000 steps; `--host python` for the
+    python host), made once per host and test process, exported and its model saved (which
+    change nothing it makes) for the tests of what it prints (test_training_first_run.py),
+    learns and saves (test_training.py). They mark themselves xdist_group("first-training"),
+    so one worker makes it."""
+    made: dict[str, FirstTraining] = {}
+
+    def run(host: str) -> FirstTraining:
+        if host not in made:
+            folder = tmp_path_factory.mktemp(f"first-training-{host}")
+            model = str(folder / "out" / "shift.pt")   # (a folder it makes)
+            done = exported_cli_run(folder, "--model", "simplenet", "--task", "train",
+                                    *(["--host", host] if host != "native" else []),
+                                    "--save-model", model, timeout=900)
+            (variant,) = done.results["variants"]
+            made[host] = FirstTraining(done, variant, model)
+        return made[host]
+    return run
+
+
+#: `rounds_run`'s timed iterations and warm-ups per variant, and its rounds
+ROUNDS_TIMED, ROUNDS_WARMUP, ROUNDS = 6, 2, 3
+
+
+@pytest.fixture(scope="session")
+def rounds_run(tmp_path_factory) -> ExportedRun:
+    """simplenet through torchscript and through the bridge in 3 interleaved rounds (6 timed
+    iterations and 2 warm-ups each), exported: made once per test process for the tests of
+    what a passing run prints (test_cli.py) and of how its workers take their rounds
+    (test_rounds_e2e.py). They mark themselves xdist_group("rounds-run")."""
+    return exported_cli_run(tmp_path_factory.mktemp("rounds"), "--model", "simplenet",
+                            "--backend", "torchscript,bridge", "--rounds", ROUNDS, "--iterations", ROUNDS_TIMED,
+                            "--warmup", ROUNDS_WARMUP, "--threads", "1", "--profile-iterations", "0",
+                            "--telemetry-hz", "0")
 
 
 @pytest.fixture
@@ -144,7 +233,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "mpi" in item.keywords or "cuda" in item.keywords:
             item.add_marker(pytest.mark.e2e)
-    items.sort(key=_long_chains_first)
+    items.sort(key=_longest_first)
     try:
         import torch
 
@@ -159,19 +248,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-#: xdist groups that run one after another on one worker, longest first: under `--dist
-#: loadgroup` work is handed out in collection order, so a long chain collected last (the
-#: Slurm tests: minutes of waiting for queues and time limits) would run alone at the end
-#: while the other worker idles
-LONG_CHAINS = ("slurm", "coupling-matrix", "aoti-catalogue", "exported-run")
+def _longest_first(item) -> tuple:
+    """The order work is handed out in under `--dist loadgroup`, where a worker takes more
+    whenever it has two tests or fewer left: what a worker is still running when the other
+    has nothing left is the CI run's idle end, so the long work goes first. xdist hands out
+    the xdist groups first (chains of tests on one worker, ordered by how many tests they
+    hold: it reorders by that, whatever the order here), then single tests in this order:
+    those that start real processes (`e2e`: seconds to a minute each), then the app's Pilot
+    tests (a second or a few), then the rest (milliseconds). In file order, the last tests
+    were test_user_modules.py's runs of 4 to 14 s."""
+    import inspect
 
-
-def _long_chains_first(item) -> int:
-    for mark in item.iter_markers("xdist_group"):
-        name = mark.args[0] if mark.args else mark.kwargs.get("name")
-        if name in LONG_CHAINS:
-            return LONG_CHAINS.index(name)
-    return len(LONG_CHAINS)
+    grouped = any(True for _ in item.iter_markers("xdist_group"))
+    pilot = inspect.iscoroutinefunction(getattr(item, "obj", None))
+    return (not grouped, "e2e" not in item.keywords, not pilot)
 
 
 def pytest_collection_finish(session):

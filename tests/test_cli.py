@@ -13,21 +13,22 @@ import time
 
 import pytest
 
-from conftest import FAST, default_signals
+from conftest import FAST, ROUNDS, ROUNDS_TIMED, default_signals
+from couplescope.frontends.cli.check_lines import FIRST
 from couplescope.results.saved import iteration_records as records
 
 @pytest.mark.e2e
-def test_passing_run_prints_reference_lines_and_exits_0(cli):
-    r = cli("--model", "simplenet", "--backend", "torchscript,bridge", *FAST, "--rounds", "3")
-    assert r.returncode == 0, r.stderr
+@pytest.mark.xdist_group("rounds-run")   # (conftest.rounds_run: made once, on one worker)
+def test_passing_run_prints_reference_lines_and_exits_0(rounds_run):
+    r = rounds_run   # exited 0
     passed = [line for line in r.stdout.splitlines() if line.startswith("PASSED :: [check iteration")]
-    assert len(passed) == 6
+    assert len(passed) == 2 * FIRST   # each variant's first checks, then a count of the rest
     assert "maximum relative error = 0.0000E+00" in passed[0]
     for key in ("min", "median", "mean", "max", "stddev"):
         assert f"{key:<6} time taken (s):" in r.stdout
-    assert "sample size: 3" in r.stdout
+    assert f"sample size: {ROUNDS_TIMED}" in r.stdout
     # in rounds: ratios against a base, from same-round pairs
-    assert "comparison" in r.stdout and "vs base" in r.stdout and "interleaved: 3 rounds" in r.stdout
+    assert "comparison" in r.stdout and "vs base" in r.stdout and f"interleaved: {ROUNDS} rounds" in r.stdout
 
 
 @pytest.mark.e2e
@@ -55,6 +56,9 @@ def test_json_document_on_stdout(cli):
     v = doc["variants"][0]
     assert v["stats"]["n"] == 3 and v["checks_passed"]
     assert "PASSED" in r.stderr  # human lines moved to stderr
+    # a built-in model's variant is marked TorchScript (a user's module is not:
+    # tests/test_user_modules.py)
+    assert v["model"]["torchscript"] is True
 
 
 def test_list_shows_models_backends_presets_devices(command):

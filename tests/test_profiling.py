@@ -1,7 +1,8 @@
 """The profiled window, its traces and their summary, on real runs (real worker, real torch.profiler).
 
 One exported run (simplenet through torchscript and through the bridge, 4 timed and 3
-profiled iterations) is shared by most tests here; the rest run their own small variants.
+profiled iterations: conftest's `exported`, which the trace servers' tests share) is shared
+by most tests here; the rest run their own small variants.
 The GPU part of the trace summary is checked on a small hand-written trace, because no
 GPU trace can be produced on a machine without one.
 """
@@ -13,11 +14,10 @@ import gzip
 import json
 import os
 import statistics
-import subprocess
-import sys
 
 import pytest
 
+from conftest import EXPORTED_PROFILE, EXPORTED_TIMED, EXPORTED_VARIANTS
 from couplescope.protocol.contract import TRACE_DIR_ENV
 from couplescope.worker.profiling import window_shape
 from couplescope.core.session import Listener
@@ -26,28 +26,15 @@ from couplescope.frontends.cli.trace_lines import format_lines
 from couplescope.worker.trace_summary import self_times, summarize_events, summarize_files
 from couplescope.results.saved import iteration_records as records
 
-VARIANTS = ("simplenet-torchscript", "simplenet-bridge-torchscript")
-TIMED, PROFILED = 4, 3
+VARIANTS = EXPORTED_VARIANTS
+TIMED, PROFILED = EXPORTED_TIMED, EXPORTED_PROFILE
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """(run directory, results.json, stdout) of a real exported two-variant run."""
-    parent = tmp_path_factory.mktemp("runs")
-    scratch = tmp_path_factory.mktemp("tmp")
-    env = dict(os.environ, NO_COLOR="1", TMPDIR=str(scratch))
-    proc = subprocess.run([sys.executable, "-m", "couplescope", "--model", "simplenet",
-                           "--backend", "torchscript,bridge", "--warmup", "1", "--iterations", str(TIMED),
-                           "--profile-iterations", str(PROFILED), "--telemetry-hz", "0",
-                           "--export", str(parent)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=parent)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not glob.glob(str(scratch / "couplescope-*"))   # the trace staging directory is gone
-    (run_dir,) = glob.glob(os.path.join(parent, "*", "results.json"))
-    with open(run_dir, encoding="utf-8") as f:
-        results = json.load(f)
-    return os.path.dirname(run_dir), results, proc.stdout
+@pytest.fixture
+def run(exported):
+    """(run directory, results.json, stdout) of conftest's real exported two-variant run (the
+    tests that take it are in its xdist group, on the worker that makes it)."""
+    return exported.directory, exported.results, exported.stdout
 
 
 def variant(results, name):
@@ -60,6 +47,7 @@ def trace_file(run_dir, name):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_profiled_iterations_are_reported_but_never_in_the_statistics(run):
     _, results, _ = run
     for name in VARIANTS:
@@ -78,6 +66,7 @@ def test_profiled_iterations_are_reported_but_never_in_the_statistics(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_trace_layout_is_one_tensorboard_run_per_variant(run):
     run_dir, results, _ = run
     assert sorted(os.listdir(os.path.join(run_dir, "traces"))) == sorted(VARIANTS)
@@ -95,6 +84,7 @@ def test_trace_layout_is_one_tensorboard_run_per_variant(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_phase_ranges_and_metadata_are_in_the_trace_by_name(run):
     run_dir, _, _ = run
     for name in VARIANTS:
@@ -108,6 +98,7 @@ def test_phase_ranges_and_metadata_are_in_the_trace_by_name(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_trace_summary_is_stored_and_printed(run):
     _, results, stdout = run
     for name in VARIANTS:
@@ -125,6 +116,7 @@ def test_trace_summary_is_stored_and_printed(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_scalars_hold_every_iteration(run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -140,6 +132,7 @@ def test_scalars_hold_every_iteration(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("exported-run")
 def test_trace_summary_from_a_real_trace_file(run):
     run_dir, _, _ = run
     path = trace_file(run_dir, "simplenet-torchscript")

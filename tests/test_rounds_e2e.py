@@ -9,6 +9,7 @@ import os
 import signal
 
 import pytest
+from conftest import ROUNDS, ROUNDS_TIMED, ROUNDS_WARMUP
 from test_endings import QUIET, assert_nothing_left, ended, family, start, wait_for
 
 from couplescope.protocol import events
@@ -22,14 +23,11 @@ def run_dir(root) -> str:
     return os.path.join(root, name)
 
 
-def test_each_worker_starts_once_warms_up_once_and_numbers_its_calls_on(cli, tmp_path):
-    runs = tmp_path / "runs"
-    proc = cli("--model", "simplenet", "--backend", "torchscript,bridge", "--rounds", "3",
-               "--iterations", "6", "--warmup", "2", "--threads", "1", *QUIET, "--export", runs)
-    assert proc.returncode == 0, proc.stderr
-    where = run_dir(runs)
+@pytest.mark.xdist_group("rounds-run")   # (conftest.rounds_run: made once, on one worker)
+def test_each_worker_starts_once_warms_up_once_and_numbers_its_calls_on(rounds_run):
+    where, doc, stdout = rounds_run.directory, rounds_run.results, rounds_run.stdout
     recorded = events.read_jsonl(os.path.join(where, "events.jsonl"))
-    doc = json.loads(open(os.path.join(where, "results.json")).read())
+    assert (ROUNDS_TIMED, ROUNDS_WARMUP, ROUNDS) == (6, 2, 3)   # what the counts below are of
     for v in doc["variants"]:
         started = [ev for ev in recorded if ev.event == "run_started" and ev.variant == v["name"]]
         assert len(started) == 1, "one worker per variant, whatever the rounds"
@@ -42,7 +40,7 @@ def test_each_worker_starts_once_warms_up_once_and_numbers_its_calls_on(cli, tmp
         assert v["verdict"] == "passed"
     finished = [ev.variant for ev in recorded if ev.event == "round_finished"]
     assert len(finished) == 6
-    assert "vs base" in proc.stdout and "interleaved: 3 rounds" in proc.stdout
+    assert "vs base" in stdout and "interleaved: 3 rounds" in stdout
     assert doc["rounds"]["orders"] == [ev.orders for ev in recorded if ev.event == "rounds_planned"][0]
     rows = {r["name"]: r for r in doc["comparison"]}
     assert sum(1 for r in rows.values() if r["ratio_low"] is not None) == 1

@@ -65,10 +65,18 @@ def run_dir(exported_run):
     return exported_run
 
 
+@pytest.fixture(scope="module")
+def server(exported_run, tmp_path_factory):
+    """(port, process) of `couplescope --tensorboard RUN_DIR --port P`, shared by the tests
+    that only look at it (a server and its profiler plugin loading the traces: about 5 s
+    of CPU); always stopped."""
+    yield from _serve(exported_run, tmp_path_factory.mktemp("tensorboard"))
+
+
 @pytest.fixture
-def server(run_dir, tmp_path):
-    """(port, process) of `couplescope --tensorboard RUN_DIR --port P`; always stopped. Its
-    TMPDIR is tmp_path/tmp, for the tests to see what it leaves there."""
+def own_server(run_dir, tmp_path):
+    """`server`, for a test that stops it. Its TMPDIR is tmp_path/tmp, for the test to see
+    what it leaves there."""
     yield from _serve(run_dir, tmp_path)
 
 
@@ -134,11 +142,11 @@ def test_both_variants_open_in_the_profiler_plugin(server, run_dir):
 
 
 @pytest.mark.e2e
-def test_ctrl_c_stops_tensorboard_cleanly_and_leaves_no_temporary_folder(server, tmp_path):
+def test_ctrl_c_stops_tensorboard_cleanly_and_leaves_no_temporary_folder(own_server, tmp_path):
     """The profiler plugin's loader processes (multiprocessing) make pymp-* folders in
     TMPDIR that stayed behind after every --tensorboard; wait until the plugin has loaded
     the runs (it has made them by then), then stop it."""
-    port, proc = server
+    port, proc = own_server
     assert port_open(port)
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:

@@ -26,28 +26,52 @@ def results(tmp_path, r) -> dict:
     return json.loads(r.stdout)
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("host", hosts_for("torchscript", "train"))
-def test_simplenet_learns_example_11s_shift_on_every_host(cli, host):
-    from couplescope.backends import hosts
+#: the hosts whose example-11 run is the README's first training command (conftest's
+#: first_training, shared with test_training_first_run.py); the others run their own
+FIRST_TRAINING_HOSTS = ("native", "python")
+TRAINING_HOSTS = hosts_for("torchscript", "train")
+assert {p.values[0] for p in TRAINING_HOSTS} >= set(FIRST_TRAINING_HOSTS)
 
-    train_call = hosts.get(host).train_calls[0]   # the library's own form (pytorch-fortran: its train)
-    r = cli("--model", "simplenet", "--task", "train", "--host", host, "--iterations", "10000",
-            "--threads", "1", "--warmup", "1", "--train-call", train_call, *QUIET, "--json", timeout=600)
-    assert r.returncode == 0, r.stderr
-    v = json.loads(r.stdout)["variants"][0]
+
+def assert_learnt_example_11s_shift(v: dict, printed: str, host: str) -> None:
     training = v["training"]
     assert training["gradient_check"]["passed"] and training["gradient_check"]["max_rel_error"] <= 1e-4
     final = training["final_check"]
     assert final["passed"] and final["max_rel_error"] <= 1e-3 and final["tolerance"] == 1e-3
-    assert "PASSED :: [training] relative tolerance = 0.1000E-02" in r.stderr
-    losses = [it["loss"] for it in records(v)]
+    assert "PASSED :: [training] relative tolerance = 0.1000E-02" in printed
+    losses = [it["loss"] for it in records(v) if it["kind"] in ("warmup", "timed")]
     assert len(losses) == 10001 and losses[-1] < 1e-3 * losses[0]
     phases = v["phases"]
     # pytorch-fortran's train makes the whole step in one call, which cannot be split
     for phase in ("train",) if host == "pytorch-fortran" else ("zero_grad", "forward", "loss", "backward", "step"):
         assert phases[phase]["median"] > 0, phase
     assert v["verdict"] == "passed" and training["optimizer"] == "sgd" and training["lr"] == 0.05
+
+
+@pytest.mark.e2e
+@pytest.mark.xdist_group("first-training")   # (conftest.first_training: made once, on one worker)
+@pytest.mark.parametrize("host", [p for p in TRAINING_HOSTS if p.values[0] in FIRST_TRAINING_HOSTS])
+def test_simplenet_learns_example_11s_shift_on_every_host(first_training, host):
+    """On the hosts the first command runs on (its default train call, the first of theirs)."""
+    from couplescope.backends import hosts
+
+    run = first_training(host)
+    assert run.variant["training"]["train_call"] == hosts.get(host).train_calls[0]
+    assert_learnt_example_11s_shift(run.variant, run.run.stdout, host)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("host", [p for p in TRAINING_HOSTS if p.values[0] not in FIRST_TRAINING_HOSTS])
+def test_simplenet_learns_example_11s_shift_on_every_library_host(cli, host):
+    """The libraries' own hosts, with the library's own form of the step (pytorch-fortran:
+    its train)."""
+    from couplescope.backends import hosts
+
+    train_call = hosts.get(host).train_calls[0]
+    r = cli("--model", "simplenet", "--task", "train", "--host", host, "--iterations", "10000",
+            "--threads", "1", "--warmup", "1", "--train-call", train_call, *QUIET, "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert_learnt_example_11s_shift(json.loads(r.stdout)["variants"][0], r.stderr, host)
 
 
 @pytest.mark.e2e
@@ -115,15 +139,13 @@ def test_a_diverging_run_ends_failed_naming_the_step(cli):
 
 @pytest.mark.e2e
 @needs_native
-def test_save_model_writes_a_torchscript_file_that_shifts(cli, tmp_path):
+@pytest.mark.xdist_group("first-training")   # (conftest.first_training: made once, on one worker)
+def test_save_model_writes_a_torchscript_file_that_shifts(first_training):
     import torch
 
-    path = tmp_path / "out" / "shift.pt"
-    r = cli("--model", "simplenet", "--task", "train", "--iterations", "10000", "--threads", "1",
-            "--save-model", path, *QUIET)
-    assert r.returncode == 0, r.stderr
-    assert f"trained model saved (TorchScript): {path}" in r.stdout
-    model = torch.jit.load(str(path))
+    run = first_training("native")
+    assert f"trained model saved (TorchScript): {run.model}" in run.run.stdout
+    model = torch.jit.load(run.model)
     with torch.no_grad():
         got = model(torch.arange(1.0, 6.0)).numpy()
     assert np.allclose(got, [5, 1, 2, 3, 4], rtol=1e-3)

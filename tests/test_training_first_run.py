@@ -49,13 +49,12 @@ def test_help_says_what_training_makes_by_default(command):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("first-training")   # (conftest.first_training: made once, on one worker)
 @pytest.mark.parametrize("host", HOSTS)
-def test_the_first_training_command_passes(cli, host):
+def test_the_first_training_command_passes(first_training, host):
     """`couplescope --model simplenet --task train` made 10 steps, failed example 11's
     check and exited 1. It makes the 10 000 the task needs (about a second of steps)."""
-    args = ["--model", "simplenet", "--task", "train"] + (["--host", host] if host != "native" else [])
-    r = cli(*args, timeout=900)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    r = first_training(host).run
     assert "10 000 timed steps + 1 warm-up ==" in r.stdout
     assert "PASSED :: [training] relative tolerance = 0.1000E-02" in r.stdout
     assert "9 995 more steps PASSED (--verbose prints every one)" in r.stdout

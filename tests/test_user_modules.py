@@ -2,12 +2,14 @@
 workers: what it prints reaches the user, a crash says how far it got, and the variant's
 name, heading and hints say that the user's own Python ran (not TorchScript)."""
 
+import glob
 import json
+import os
 import textwrap
 
 import pytest
 
-from conftest import FAST
+from conftest import run_cli
 from fixtures.record import DIES
 from couplescope.results.saved import iteration_records as records
 
@@ -35,13 +37,23 @@ CHATTY = textwrap.dedent('''
 EXITS = DIES.replace("_calls == 3", "_calls == 4").replace("os.kill(os.getpid(), signal.SIGKILL)", "os._exit(3)")
 
 
-def test_prints_reach_the_user_and_the_run_directory_labelled_as_the_users_module(cli, tmp_path):
+@pytest.fixture(scope="module")
+def chatty(tmp_path_factory):
+    """(the command's result, its run directory) of CHATTY's run, its calls timed and
+    profiled, exported: for the tests of what a module prints."""
+    tmp_path = tmp_path_factory.mktemp("chatty")
     (tmp_path / "mine.py").write_text(CHATTY)
     runs = tmp_path / "runs"
-    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4",
-            "--warmup", "1", "--iterations", "8", "--profile-iterations", "0", "--telemetry-hz", "0",
-            "--export", runs)
+    r = run_cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4",
+                "--warmup", "1", "--iterations", "8", "--profile-iterations", "2", "--telemetry-hz", "0",
+                "--export", runs, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    [run] = list(runs.iterdir())
+    return r, run
+
+
+def test_prints_reach_the_user_and_the_run_directory_labelled_as_the_users_module(chatty):
+    r, run = chatty
     # shown on stderr, each line under the variant's name, after the measurements
     assert "mine.py-bridge | hello from initialize" in r.stderr
     assert "mine.py-bridge | call 9 [not markup]" in r.stderr
@@ -51,11 +63,13 @@ def test_prints_reach_the_user_and_the_run_directory_labelled_as_the_users_modul
     assert "== mine.py-bridge (1/1): " in r.stdout and "mine.py, bridge, user module, native host" in r.stdout
     # the warm-up hint, without blaming TorchScript
     assert "the model was still warming up; use --warmup" in r.stdout
-    [run] = list(runs.iterdir())
-    log = (run / "mine.py-bridge.output.log").read_text().splitlines()
-    assert log[0] == "hello from initialize" and log[-1] == "call 9 [not markup]"
     doc = json.loads((run / "results.json").read_text())
     variant = doc["variants"][0]
+    log = (run / "mine.py-bridge.output.log").read_text().splitlines()
+    # every line it printed, in order: a line per call (at least one per iteration)
+    assert log[0] == "hello from initialize"
+    assert log[1:] == [f"call {n} [not markup]" for n in range(1, len(log))]
+    assert len(log) - 1 >= len(records(variant)) == 1 + 8 + 2
     assert variant["name"] == "mine.py-bridge" and variant["model"]["torchscript"] is False
     assert not any("TorchScript" in w for w in variant["warnings"])
 
@@ -72,12 +86,6 @@ def test_a_module_that_exits_says_how_far_it_got_and_keeps_its_warmup(cli, tmp_p
     doc = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     v = doc["variants"][0]
     assert v["verdict"] == "error" and [it["kind"] for it in records(v)] == ["warmup", "warmup"]
-
-
-def test_torchscript_variants_are_marked_as_such(cli):
-    r = cli("--model", "simplenet", "--backend", "torchscript", *FAST, "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["variants"][0]["model"]["torchscript"] is True
 
 
 #: a user module that writes a line to calls.log beside itself for every initialize and
@@ -141,24 +149,21 @@ def test_initialize_runs_once_per_variant_with_the_runs_config(cli, tmp_path, re
     assert all(v["phases"]["forward"]["median"] > 0 for v in doc["variants"]), doc["variants"][0]["phases"]
 
 
-def test_the_profilers_markers_are_not_shown_as_output_nor_kept(cli, tmp_path):
+def test_the_profilers_markers_are_not_shown_as_output_nor_kept(chatty):
     """torch's profiler writes `USDT: ... profiler_start` / `profiler_stop` to stderr each
-    time it runs: not the module's output (not shown, not in <variant>.output.log), and a
-    built-in model, which prints nothing else, gets no output.log at all."""
-    (tmp_path / "mine.py").write_text(CHATTY)
-    runs = tmp_path / "runs"
-    r = cli("--model", tmp_path / "mine.py", "--backend", "bridge", "--input-shape", "4", "--warmup", "1",
-            "--iterations", "3", "--profile-iterations", "2", "--telemetry-hz", "0", "--export", runs)
-    assert r.returncode == 0, r.stderr
+    time it runs: not the module's output (not shown, not in <variant>.output.log)."""
+    r, run = chatty
     assert "mine.py-bridge | hello from initialize" in r.stderr
     assert "USDT" not in r.stderr and "profiler_st" not in r.stderr, r.stderr
-    [run] = list(runs.iterdir())
     log = (run / "mine.py-bridge.output.log").read_text()
-    assert "call 6" in log and "USDT" not in log and "profiler_st" not in log
+    assert "call 11" in log and "USDT" not in log and "profiler_st" not in log   # 1 + 8 + 2 calls
     assert list(run.glob("traces/*/*.pt.trace.json*"))   # the profiler did run
-    r = cli("--model", "simplenet", "--warmup", "1", "--iterations", "3", "--profile-iterations", "2",
-            "--telemetry-hz", "0", "--export", tmp_path / "builtin")
-    assert r.returncode == 0, r.stderr
-    assert "USDT" not in r.stderr
-    [run] = list((tmp_path / "builtin").iterdir())
-    assert list(run.glob("traces/*/*.pt.trace.json*")) and not list(run.glob("*.output.log"))
+
+
+@pytest.mark.xdist_group("exported-run")   # (conftest.exported: made once, on one worker)
+def test_a_built_in_model_profiled_prints_nothing_and_keeps_no_output(exported):
+    """A built-in model prints nothing of its own: the profiler's markers are not shown and
+    no <variant>.output.log is written (TorchScript directly and through the bridge)."""
+    assert "USDT" not in exported.stderr and "profiler_st" not in exported.stderr, exported.stderr
+    assert glob.glob(os.path.join(exported.directory, "traces", "*", "*.pt.trace.json*"))
+    assert not glob.glob(os.path.join(exported.directory, "*.output.log"))
