@@ -22,7 +22,6 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
-from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
@@ -30,6 +29,7 @@ from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit
                                                       task_of, title_lines, verdict_text)
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
+from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
 from couplescope.results import labels, sweeps
 from couplescope.results.builder import ResultsBuilder, verdict_word
@@ -151,7 +151,7 @@ class CompareScreen(Screen):
         with VerticalScroll(id="compare-boxes", can_focus=False):
             yield BoxRows(id="box-rows")
         with Vertical(id="compare-sweep"):   # the key under the plot: in it, it covered lines
-            yield PlotextPlot(id="compare-plot")
+            yield RowTickedPlot(id="compare-plot")
             yield PlotLegend(id="compare-legend")
         # compact, without the palette's key: every key fits an 80-column footer
         yield SteadyFooter(compact=True, show_command_palette=False)
@@ -297,7 +297,7 @@ class CompareScreen(Screen):
 
     def draw(self, rows) -> None:
         """The boxes (a row each, box_rows.py), or a sweep's medians against size (plotext)."""
-        plot = self.query_one("#compare-plot", PlotextPlot)
+        plot = self.query_one("#compare-plot", RowTickedPlot)
         boxes = self.query_one("#compare-boxes")
         sweep = self.query_one("#compare-sweep")
         series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].steps] for r in rows}
@@ -346,8 +346,10 @@ class CompareScreen(Screen):
         if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:
             plt.xscale("log")
         plt.xticks(sorted(set(all_sizes)))
-        # one noisy 75th percentile must not squash every median line into the bottom rows
-        plt.ylim(0, min(max(highs), 2 * max(medians)) * 1.05)
+        # one noisy 75th percentile must not squash every median line into the bottom rows;
+        # the y labels on the rows they name (row_ticks.py)
+        self.query_one("#compare-plot", RowTickedPlot).show_range([0, min(max(highs), 2 * max(medians)) * 1.05],
+                                                                  xlabel=False)
         word = UNIT_WORDS[self.compared_task]
         plt.title(f"median per {word} ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
         self.query_one(PlotLegend).show(legend)

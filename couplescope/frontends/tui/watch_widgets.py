@@ -14,10 +14,10 @@ from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import RichLog, Static
-from textual_plotext import PlotextPlot
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.notes import training_verdict
+from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.results import stats
 
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
@@ -60,8 +60,9 @@ def x_ticks(first: int, last: int, width: int) -> tuple[list[int], list[str]]:
     return ticks, [str(t) for t in ticks]
 
 
-class TimePlot(PlotextPlot):
-    """Per-iteration time of the current variant; one line per phase, kinds told apart."""
+class TimePlot(RowTickedPlot):
+    """Per-iteration time of the current variant; one line per phase, kinds told apart;
+    its y labels on the rows they name (row_ticks.py)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -129,6 +130,7 @@ class TimePlot(PlotextPlot):
         timed = sorted(p[2] for p in self.points if p[1] == "timed") or sorted(p[2] for p in self.points)
         if not pts:   # short: plotext leaves out a title wider than the plot (36 columns at 80)
             plt.title(self.empty)
+            self.no_range()
             self.refresh()
             return
         unit, scale = _unit(stats.percentile(timed, 50))
@@ -140,6 +142,7 @@ class TimePlot(PlotextPlot):
             return [min(v * scale, top) for v in values]
 
         legend: list[tuple[str, str]] = []
+        drawn: list[float] = []
         names = []
         for p in pts:
             names += [k for k in p[3] if k not in names]
@@ -147,18 +150,20 @@ class TimePlot(PlotextPlot):
                                     ("profiled", "x", "red")):
             sel = [p for p in pts if p[1] == kind]
             if sel:
-                plt.plot([p[0] for p in sel], y([p[2] for p in sel]), marker=marker,
-                         color=color)
+                drawn += y([p[2] for p in sel])
+                plt.plot([p[0] for p in sel], drawn[-len(sel):], marker=marker, color=color)
                 legend.append((f"{marker if marker == 'x' else '━'} {KIND_LEGEND[kind]}", color))
         for name in names:
             sel = [p for p in pts if name in p[3]]
             color = PHASE_COLORS.get(name, "gray")
-            plt.plot([p[0] for p in sel], y([p[3][name] for p in sel]), marker="braille", color=color)
+            drawn += y([p[3][name] for p in sel])
+            plt.plot([p[0] for p in sel], drawn[-len(sel):], marker="braille", color=color)
             legend.append((f"━ {name}", color))
         word = "step" if self.training else "iteration"
         plt.title(f"time per {word} ({unit})")
         plt.xlabel(word)
         plt.xticks(*x_ticks(pts[0][0], pts[-1][0], self.size.width))
+        self.show_range(drawn)
         self.refresh()
         self.post_message(self.LegendChanged(legend))
 
