@@ -74,9 +74,9 @@ async def test_every_figure_of_the_watch_view_names_the_variant_measuring_now(tm
     statuses: list[str] = []
     real_status = app.set_status
 
-    def status(text):
+    def status(text, **kwargs):
         statuses.append(text)
-        real_status(text)
+        real_status(text, **kwargs)
     app.set_status = status
     redraws = [0]
     real_redraw = WatchView.redraw

@@ -11,12 +11,33 @@ Runs are recorded real runs played back (tests/fixtures); no worker process, no 
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
+from textual.widgets import Input
 
+from couplescope.core.request import RunOptions
+from couplescope.frontends.tui.app import HINTS, CoupleScopeApp
+from couplescope.protocol import events as ev_mod
+from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def top_lines(app) -> list[str]:
+    """Every text the top line is given from now on, in order."""
+    shown: list[str] = []
+    status = app.main.query_one("#status")
+    update = status.update
+
+    def spy(content="", **kwargs):
+        shown.append(str(content))
+        return update(content, **kwargs)
+
+    status.update = spy
+    return shown
 
 
 def y_labels(plot) -> list[tuple[int, float]]:
@@ -58,3 +79,127 @@ async def test_the_sweep_plots_y_labels_name_the_rows_they_sit_on():
         await until(pilot, lambda: app.screen.query("#compare-plot") and app.screen.plotted, "the sweep plot")
         await pilot.pause()
         assert_on_their_rows(y_labels(app.screen.query_one("#compare-plot")), "sweep")
+
+
+# -- 8, 9, 10. a stop in the first round --------------------------------------------------------
+
+@pytest.fixture
+def stopped_in_round_one(monkeypatch):
+    """Played workers of a run in rounds: the first to start plays on; each later one waits
+    for the stop, then says what a worker loading its model says as it is ended (its
+    host_build, run_started and model_loaded, then variant_failed: interrupted): they
+    reach the app after `s`, as a real worker's do. It ends when the Event is set."""
+    from couplescope.core.replay import PlayedWorker
+
+    play, first, release = PlayedWorker.events, [], threading.Event()
+
+    def events(self):
+        first.append(first[0] if first else self)
+        if first[0] is self:
+            yield from play(self)
+            return
+        while not self._stopped:
+            time.sleep(0.005)
+        yield from (ev for ev in self._events if ev.event in ("host_build", "run_started", "model_loaded"))
+        yield ev_mod.make("variant_failed", self.spec.label, reason="interrupted", kind="interrupted",
+                          traceback="")
+        release.wait(60)
+        self.returncode = 0
+
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    yield release
+    release.set()
+
+
+def plot_title(app) -> str:
+    return app.main.query_one("#plot").render().plain.splitlines()[0].strip()
+
+
+async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_kept(stopped_in_round_one):
+    app = replay_app("preset-train")   # round 1: bridge-python-host, then direct ...
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
+        record, shown = app.runs[1], top_lines(app)
+        await pilot.press("s")
+        await until(pilot, lambda: record.builder.variants.get("direct") is not None
+                    and record.builder.variants["direct"].verdict == "stopped", "direct's last words")
+        app.redraw_views()
+        await pilot.pause()
+        # 9: what came after `s` does not take the top line back to a stale message
+        assert shown == ["stopping #1 simplenet-train ..."], shown
+        # 10: the variant shown measured nothing, and says so
+        stats = " ".join(text(app, "#stats").split())
+        assert stats.startswith("direct STOPPED nothing measured"), stats
+        assert "no checks yet" not in stats and "loss" not in stats, stats
+        assert plot_title(app).startswith("direct stopped: nothing measured"), plot_title(app)
+        stopped_in_round_one.set()
+        await until(pilot, lambda: app.active is None, "the run ended")
+        assert shown[1:] == [record.ending_words()], shown
+        assert "what 1 of its 4 variants measured is kept" in shown[-1], shown
+        # 10: Watch shows the variant that measured, its steps kept
+        app.redraw_views()
+        await pilot.pause()
+        stats = " ".join(text(app, "#stats").split())
+        assert stats.startswith("bridge-python-host STOPPED 9 checks passed 9/41 steps"), stats
+        assert plot_title(app).startswith("time per step"), plot_title(app)
+        # 8: compare counts steps
+        await pilot.press("c")
+        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        table = app.screen.query_one("#compare-table")
+        cells = [str(c).strip() for key in table.rows for c in table.get_row(key)]
+        assert cells.count("no steps") == 1 and "no calls" not in cells, cells   # direct
+
+
+async def test_a_run_in_rounds_stopped_before_its_first_step_says_so_in_watch(held):
+    app = replay_app("preset-train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current, "the first round named its variant")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        app.redraw_views()
+        await pilot.pause()
+        said = "#1 simplenet-train stopped by you (s) before its first step: nothing measured"
+        stats = " ".join(text(app, "#stats").split())
+        assert stats.startswith(said), stats   # it read "bridge-python-host STOPPED no checks yet"
+        assert plot_title(app).startswith("run #1 stopped: nothing measured"), plot_title(app)
+
+
+# -- 11. refusals on the top line, and gone with the next key ------------------------------------
+
+async def test_a_refusal_reaches_the_top_line_and_goes_with_the_next_key():
+    app = CoupleScopeApp(RunOptions(model="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.main.query_one("#status")
+        await until(pilot, lambda: str(status.render()) == HINTS[True], str(status.render()))
+        for key in "wp":   # (t and h switch views as w and p do)
+            await pilot.press("s")
+            await until(pilot, lambda: str(status.render()).startswith("no run is going"), str(status.render()))
+            await pilot.press(key)
+            await pilot.pause()
+            assert str(status.render()) == HINTS[True], (key, str(status.render()))
+        app.main.query_one("#iterations", Input).value = "0"
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        said = str(status.render())
+        assert said.startswith("cannot run: ") and "iterations must be at least 1" in said, said
+        assert any(n.message == said for n in app._notifications), list(app._notifications)
+        assert not app.runs
+
+
+async def test_r_and_e_while_a_run_goes_stay_on_the_top_line_over_its_progress(held):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.active is not None, "the run going")
+        shown = top_lines(app)
+        await pilot.press("r")
+        await pilot.press("e")
+        await pilot.pause()
+        held.set()                                       # its progress: building, measuring ...
+        await until(pilot, lambda: app.active is None, "the run ended")
+        assert shown[0].startswith("run #1 simplenet is still going"), shown
+        assert shown[1].startswith("#1 simplenet is still running: e exports it"), shown
+        assert shown[2:] == [app.runs[1].ending_words()], shown

@@ -130,6 +130,9 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self._followers: dict[str, list[AppView]] = {}
         self._views: list[AppView] = []           # made in compose
         self._focus_in: dict[str, object] = {}    # view id -> the widget focused when it was left
+        self._status = HINTS[False]               # what the top line says (under a refusal too)
+        self._refusal: str | None = None          # a key's refusal on the top line, till the next key
+        self._refusal_timer = None                # ... or till its toast goes
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -190,6 +193,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         first field, far from the one being filled in."""
         while len(self.screen_stack) > 1:   # from compare or help: the view, not behind them
             self.pop_screen()
+        self.refusal_gone()   # a key acted: the refusal it followed is no news
         tabs = self.main.query_one("#tabs", TabbedContent)
         focused = self.main.focused
         if tabs.active and focused is not None:
@@ -214,6 +218,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self.main.query_one(Tabs).focus()
 
     def action_help(self) -> None:
+        self.refusal_gone()
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
@@ -228,14 +233,13 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
 
     def action_run(self) -> None:
         if self.active is not None:
-            self.notify(f"run {self.active.name} is still going; press s to stop it first",
-                        severity="warning")
+            self.say_why_not(f"run {self.active.name} is still going; press s to stop it first")
             return
         try:
             record = self._start(self.recording.request() if self.recording
                                  else self.main.query_one(PickForm).build())
         except UsageError as exc:
-            self.notify(str(exc), title="cannot run", severity="error", timeout=8)
+            self.say_why_not(f"cannot run: {exc}", severity="error", timeout=8)
             self.note(f"cannot run: {exc}", "error")
             return
         while len(self.screen_stack) > 1:
@@ -304,6 +308,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
             self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
             return
         task = None
+        self.refusal_gone()
         if isinstance(self.screen, CompareScreen):
             task = self.screen.compared_task
             self.pop_screen()
@@ -371,9 +376,9 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
                                 severity="error", timeout=10)
                 if ev["event"] in STATUS:
                     self.set_status(f"{record.name}: {record.round_words(ev['variant'])}{ev['variant']}: "
-                                    f"{STATUS[ev['event']]}")
+                                    f"{STATUS[ev['event']]}", progress=True)
                 elif ev["event"] == "host_build" and ev.get("status") != "cached":
-                    self.set_status(f"{ev['variant']}: {build_text(ev)}")   # progress while it builds
+                    self.set_status(f"{ev['variant']}: {build_text(ev)}", progress=True)   # while it builds
                 # a round's start is named by the Watch view when it shows that variant: rounds
                 # of a fast model come several a second, faster than the view redraws
         for view in self._followers.get(msg.kind, ()):
@@ -425,13 +430,41 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         for view in self.views:
             view.redraw(force=force)
 
-    def say_why_not(self, text: str) -> None:
+    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None) -> None:
         """A key that cannot act now says why at once: on the top line (always on the
-        screen, wherever the focus is) and in a toast."""
-        self.set_status(text)
-        self.notify(text, severity="warning")
+        screen, wherever the focus is) and in a toast. The top line keeps it till the next
+        key acts (a view's key included: "no run is going" stayed through p, w, t and h)
+        or its toast goes; what a run going says of its progress meanwhile waits (a round
+        of a fast model took `e`'s refusal off at once), and the latest of it shows then."""
+        timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
+        self._refusal = text
+        self._show_status(text)
+        self.notify(text, severity=severity, timeout=timeout)
+        if self._refusal_timer is not None:
+            self._refusal_timer.stop()
+        self._refusal_timer = self.set_timer(timeout, self.refusal_gone)
 
-    def set_status(self, text: str) -> None:
+    def refusal_gone(self) -> None:
+        """The top line back to what it said under the refusal (or said since)."""
+        if self._refusal is not None:
+            self._refusal = None
+            self._show_status(self._status)
+
+    def set_status(self, text: str, progress: bool = False) -> None:
+        """The top line: what the app does or did. `progress`: what the run going says as
+        it goes (a variant loading or measuring, its round, a build). Progress waits under
+        a refusal, and is not said once the run is being stopped: events its workers sent
+        before they ended arrive after `s` (a variant's "building and loading the model"
+        read for seconds after `s`, over "stopping"), and stopping is said till it is done."""
+        if progress and (self.active is None or self.active.stopping):
+            return
+        self._status = text
+        if progress and self._refusal is not None:
+            return
+        self._refusal = None
+        self._show_status(text)
+
+    def _show_status(self, text: str) -> None:
         self.main.query_one("#status", Static).update(text)
 
     def note(self, text: str, level: str = "info") -> None:

@@ -240,7 +240,7 @@ class CompareScreen(Screen):
         for name, display in zip(self.all_names, shown):
             r = rows.get(name)
             if r is None:
-                why = "left out" if name in self.left_out else "no calls"
+                why = "left out" if name in self.left_out else f"no {UNIT_WORDS[self.compared_task]}s"
                 lines.append(("", Text(display, style="dim"), Text(why, style="dim"),
                               *[""] * (len(columns) - 3)))
                 continue
@@ -250,7 +250,8 @@ class CompareScreen(Screen):
                           *self.task_cells(r), *compiled,
                           str(r["n"])))
         if not self.all_names:
-            lines.append(("", "no timed iterations in these runs yet", *[""] * (len(columns) - 2)))
+            lines.append(("", f"no timed {UNIT_WORDS[self.compared_task]}s in these runs yet",
+                          *[""] * (len(columns) - 2)))
         return lines
 
     def display_name(self, name: str) -> str:

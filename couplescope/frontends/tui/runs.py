@@ -36,6 +36,7 @@ class RunRecord:
         self.summary_error: str | None = None   # why an export has no summary.png
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
+        self.last_measured: str | None = None   # the variant of the latest call
         self.stopping = False              # `s` was pressed: its session is being stopped
         self.done = threading.Event()      # set when its session thread has finished
         self.export_done = threading.Event()   # clear while an export copies it (on a thread)
@@ -52,6 +53,18 @@ class RunRecord:
             self.builder.on_event(ev)
             if ev["event"] in ("run_started", "round_started", "iteration"):   # rounds: each variant in turn
                 self.current = ev["variant"]   # (after the last round, each one's profiled calls)
+            if ev["event"] == "iteration":
+                self.last_measured = ev["variant"]
+
+    def watched(self) -> str | None:
+        """The variant the Watch view shows: the one measuring now (`current`); once the run
+        was stopped, the last one that measured when the one it was stopped in measured
+        nothing (Watch showed `bridge STOPPED no checks yet`, and nothing showed the
+        variant whose steps were kept)."""
+        variant = self.builder.variants.get(self.current) if self.current else None
+        if self.status == "stopped" and self.last_measured and (variant is None or not variant.calls.count):
+            return self.last_measured
+        return self.current
 
     def round_words(self, variant: str) -> str:
         """"round 2/5: " while a run in rounds measures `variant` in its second round, else ""."""

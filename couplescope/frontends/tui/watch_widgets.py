@@ -371,6 +371,9 @@ class StatsPanel(Static):
         checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
                   f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
         head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
+        if verdict == "stopped" and not done:   # its statistics, counts and loss would all be empty
+            self.update(f"[b]{escape(variant.name)}[/] {status}  nothing measured")
+            return
         rounds = variant.round_positions and max(variant.round_positions)
         if rounds and variant.status == "running":   # a run in rounds: where it is
             head += f"  round {variant.round}"

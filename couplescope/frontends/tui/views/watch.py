@@ -121,11 +121,12 @@ gives 5 1 2 3 4)."""
         self._dirty = True
         self.redraw(force=True)       # its last sample is drawn before the panel goes idle
         if record is self.app.shown and not record.measured():
-            if record.current is None:   # no variant ever reported
-                # stopped: the top line's words (it read "the log (t) says why", and the log
-                # gave no reason); else the log has it (the variant's failure, the run's error)
+            if record.status == "stopped":
+                # the top line's words (it read "the log (t) says why", and the log gave no
+                # reason; or, in rounds, the first variant's "STOPPED no checks yet")
+                self.query_one(StatsPanel).waiting(record.ending_words())
+            elif record.current is None:   # failed before any variant reported: the log has it
                 self.query_one(StatsPanel).waiting(
-                    record.ending_words() if record.status == "stopped" else
                     f"{record.name} failed before any variant reported: the log (t) says why")
             ended = {"error": "failed"}.get(record.status, record.status)
             self.query_one(TimePlot).say(f"run #{record.id} {ended}: nothing measured")
@@ -133,9 +134,10 @@ gives 5 1 2 3 4)."""
 
     def redraw(self, force: bool = False) -> None:
         record = self.app.shown
-        switched = record is not None and record.current is not None and record.current != self._shown
+        name = record.watched() if record is not None else None
+        switched = name is not None and name != self._shown
         if switched:
-            self._switch(record, record.current)
+            self._switch(record, name)
         # a switch draws the plot at once (its calls, not the last variant's under its name)
         self.query_one(TimePlot).draw(force=force or switched)
         self.query_one(IterationsTable).flush()
@@ -143,13 +145,15 @@ gives 5 1 2 3 4)."""
             samples, self._samples = self._samples, {}
             for node, (sample, unit) in samples.items():
                 self.query_one(TelemetryPanel).show(sample, node, unit)
-        if (self._dirty or switched) and record is not None and record.current:
+        if (self._dirty or switched) and name:
             self._dirty = False
-            variant = record.builder.variants.get(record.current)
-            expected = record.expected(record.current)
+            variant = record.builder.variants.get(name)
+            expected = record.expected(name)
             done = sum(calls_done(variant).values()) if variant is not None else 0
             self.query_one(ProgressBar).update(total=expected or 1, progress=done)
-            self.query_one(StatsPanel).show(variant, expected, record.spec_of(record.current))
+            self.query_one(StatsPanel).show(variant, expected, record.spec_of(name))
+            if variant is not None and variant.verdict == "stopped" and not variant.calls.count:
+                self.query_one(TimePlot).say(f"{name} stopped: nothing measured")
             self._name_round(record, variant)
 
     def _name_round(self, record, variant) -> None:
@@ -169,7 +173,7 @@ gives 5 1 2 3 4)."""
         if record is not self.app.active or record.stopping or self._round == where:
             return
         self._round = where
-        self.app.set_status(f"{record.name}: {where}")
+        self.app.set_status(f"{record.name}: {where}", progress=True)
 
     def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
         self.query_one(PlotLegend).show(msg.items)
