@@ -15,13 +15,15 @@ import threading
 import time
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, Label, Select
 
+from couplescope.core import replay
 from couplescope.core.request import RunOptions
+from couplescope.export import plot_panels, plots
 from couplescope.frontends.tui.app import HINTS, CoupleScopeApp
 from couplescope.protocol import events as ev_mod
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import FIXTURES, replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -203,3 +205,57 @@ async def test_r_and_e_while_a_run_goes_stay_on_the_top_line_over_its_progress(h
         assert shown[0].startswith("run #1 simplenet is still going"), shown
         assert shown[1].startswith("#1 simplenet is still running: e exports it"), shown
         assert shown[2:] == [app.runs[1].ending_words()], shown
+
+
+# -- 12. a training run's words: steps, and the app's fields ------------------------------------
+
+async def test_the_watch_verdict_of_too_few_steps_names_the_apps_field():
+    app = replay_app("preset-train")   # 40 steps of SimpleNet's ~10 000: not judged
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        stats = " ".join(text(app, "#stats").split())
+        said = "not judged: 41 of the ~10 000 steps it needs; set iterations to 10 000 (Pick, p)"
+        assert said in stats and "--" not in stats, stats
+        assert not any("--iterations" in note for note in app.notes), app.notes
+
+
+def labels_of(app) -> dict[str, str]:
+    return {name: str(app.main.query_one(f"#{name}-label", Label).render())
+            for name in ("profile_iterations", "reload_every_call")}
+
+
+async def test_a_training_form_names_steps_where_its_fields_count_calls():
+    app = CoupleScopeApp(RunOptions(preset="simplenet-train"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert labels_of(app) == {"profile_iterations": "profiled steps", "reload_every_call": "reload each step"}
+        assert "(fewer under 15 steps)" in app.main.query_one("#rounds", Input).placeholder
+        app.main.query_one("#task", Select).value = "infer"   # the preset's variants, inferring
+        await pilot.pause()
+        assert labels_of(app) == {"profile_iterations": "profiled calls", "reload_every_call": "reload each call"}
+        assert "(fewer under 15 calls)" in app.main.query_one("#rounds", Input).placeholder
+
+
+def figure_words(fig) -> str:
+    """Every text of a matplotlib figure: titles, axis labels, legends' titles and entries."""
+    words = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for sub in fig.subfigs:
+        for ax in sub.axes:
+            words += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+            legend = ax.get_legend()
+            if legend is not None:
+                words += [legend.get_title().get_text()] + [t.get_text() for t in legend.get_texts()]
+    return "\n".join(words)
+
+
+def test_a_training_runs_summary_plot_says_steps_and_explains_no_x_it_did_not_draw():
+    document = replay.document(replay.read(f"{FIXTURES}/preset-train.jsonl"), "simplenet-train")
+    words = figure_words(plots.figure([document]))
+    assert "time per step" in words and "timed steps in order" in words and "timed step" in words, words
+    assert "per call" not in words and "calls" not in words, words
+    assert "(x:" not in words, words   # every loss finite: no x drawn
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    plot_panels.losses(ax, [{"label": "a", "color": "tab:blue", "steps": [1, 2, 3],
+                             "losses": [1.0, 0.5, float("nan")]}])
+    assert "(x: the loss stopped being finite)" in ax.get_title(), ax.get_title()

@@ -60,8 +60,9 @@ def _time_axis(axis, low: float, high: float) -> None:
     axis.set_major_formatter(time_formatter())
 
 
-def sweep(ax, lines: list[dict], size_label: str) -> None:
-    """lines: {label, color, sizes, low, median, high} per series."""
+def sweep(ax, lines: list[dict], size_label: str, unit: str = "call") -> None:
+    """lines: {label, color, sizes, low, median, high} per series; `unit`: what a variant
+    makes ("call", a training run's "step")."""
     all_sizes = sorted({s for line in lines for s in line["sizes"]})
     for line in lines:
         ax.fill_between(line["sizes"], line["low"], line["high"], color=line["color"], alpha=0.22, linewidth=0)
@@ -74,8 +75,8 @@ def sweep(ax, lines: list[dict], size_label: str) -> None:
     high = max(max(line["high"]) for line in lines)
     _time_axis(ax.yaxis, low, high)
     ax.set_xlabel(size_label)
-    ax.set_ylabel("time per call")
-    ax.set_title("median per call vs size (band: 25-75th percentile of the timed calls)", fontsize=10)
+    ax.set_ylabel(f"time per {unit}")
+    ax.set_title(f"median per {unit} vs size (band: 25-75th percentile of the timed {unit}s)", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="best")
 
@@ -104,7 +105,7 @@ def shown_high(values: list[float]) -> float:
     return max(whisker_high(values), max(v for v in values if v <= top))
 
 
-def distributions(ax, labels: list[str], times: list[list[float]], colors: list[str]):
+def distributions(ax, labels: list[str], times: list[list[float]], colors: list[str], unit: str = "call"):
     """One horizontal box per variant, the first at the top; returns the axis that holds
     the medians (a column right of the boxes, one per row).
 
@@ -137,7 +138,7 @@ def distributions(ax, labels: list[str], times: list[list[float]], colors: list[
     medians = ax.secondary_yaxis("right")
     medians.set_yticks(positions, notes)
     medians.tick_params(axis="y", length=0, labelsize=8)
-    ax.set_xlabel("time per call (timed iterations; warm-up and profiled left out)")
+    ax.set_xlabel(f"time per {unit} (timed {unit}s; warm-up and profiled left out)")
     ax.set_title("distribution per variant: box 25-75%, whiskers 5-95%; median at the right", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3, which="both")
     ax.tick_params(axis="y", labelsize=8)
@@ -159,7 +160,7 @@ def wrapped(title: str, width: int) -> list[str]:
 
 
 def series(ax, title: str, steps: list[dict], first_warmup: float | None, xlabel: bool = True,
-           title_width: int = 60) -> list[str]:
+           title_width: int = 60, unit: str = "call") -> list[str]:
     """Phases stacked per timed call; returns the layer names drawn (for the legend).
     `xlabel`: name the x axis (the figure names it under the lowest panel of a column);
     `title_width`: the characters a title line may take before it wraps (at spaces only:
@@ -201,7 +202,7 @@ def series(ax, title: str, steps: list[dict], first_warmup: float | None, xlabel
     ax.grid(True, axis="y", alpha=0.3)
     _round_marks(ax, steps)
     if xlabel:
-        ax.set_xlabel("timed call", fontsize=8)
+        ax.set_xlabel(f"timed {unit}", fontsize=8)
     return names
 
 
@@ -246,10 +247,10 @@ def round_ratios(ax, lines: list[dict], baseline: str) -> None:
 def losses(ax, lines: list[dict]) -> None:
     """lines: {label, color, steps, losses} per training variant: the loss after each step
     (warm-up steps first, then the timed ones), on a log axis; a loss that was not finite
-    ends its line, marked with an x."""
+    ends its line, marked with an x (the title explains the x only when one is drawn)."""
     import math
 
-    drawn = False
+    drawn = crossed = False
     for line in lines:
         points = [(s, v) for s, v in zip(line["steps"], line["losses"]) if v is not None]
         finite = [(s, v) for s, v in points if math.isfinite(v) and v > 0]
@@ -260,11 +261,12 @@ def losses(ax, lines: list[dict]) -> None:
         bad = [s for s, v in points if not math.isfinite(v)]
         if bad:
             ax.plot([bad[0]], [ys[-1]], marker="x", color=line["color"], markersize=8)
+            crossed = True
         drawn = True
     if drawn:
         ax.set_yscale("log")
         ax.legend(fontsize=7, loc="upper right", frameon=False)
-    ax.set_title("loss per training step (x: the loss stopped being finite)", fontsize=9)
+    ax.set_title("loss per training step" + (" (x: the loss stopped being finite)" if crossed else ""), fontsize=9)
     ax.set_xlabel("step", fontsize=8)
     ax.set_ylabel("loss", fontsize=8)
     ax.tick_params(labelsize=7)

@@ -153,6 +153,7 @@ def figure(documents: list[dict]):
         raise UsageError("nothing to plot: no variant in "
                          f"{', '.join(str(d.get('source') or d.get('title')) for d in documents)} has timed iterations")
     variants = [e.variant for e in items]
+    unit = _unit(variants)
     groups = _series(items)
     _color(items, groups)
     series_items = items[:MAX_SERIES_PANELS]
@@ -174,10 +175,10 @@ def figure(documents: list[dict]):
     if groups:
         models = {labels.describe(v)["model"] for v in variants}
         plot_panels.sweep(upper.add_subplot(grid[row, 0]), _sweep_lines(items, groups),
-                          f"{next(iter(models))} size" if len(models) == 1 else "size")
+                          f"{next(iter(models))} size" if len(models) == 1 else "size", unit)
         row += 1
     plot_panels.distributions(upper.add_subplot(grid[row, 0]), [e.label for e in items], [e.times for e in items],
-                              [e.color for e in items])
+                              [e.color for e in items], unit)
     if trained:
         row += 1
         plot_panels.losses(upper.add_subplot(grid[row, 0]), trained)
@@ -192,16 +193,24 @@ def figure(documents: list[dict]):
         ax = lower.add_subplot(grid[1 + k // columns, k % columns])
         lowest = k + columns >= len(series_items)   # nothing under it in its column
         drawn += [p for p in plot_panels.series(ax, e.label, e.steps, e.first_warmup, xlabel=lowest,
-                                                title_width=width) if p not in drawn]
+                                                title_width=width, unit=unit) if p not in drawn]
     handles = [Patch(color=plot_panels.PHASE_COLORS[p], label=p) for p in drawn]
-    note = ("timed calls in order (the first warm-up call's time in each title), phases stacked "
-            "(other: call time outside any phase), dashed: median"
+    note = (f"timed {unit}s in order (the first warm-up {unit}'s time in each title), phases stacked "
+            f"(other: {unit} time outside any phase), dashed: median"
             + (f"; first {MAX_SERIES_PANELS} of {len(items)} variants" if len(items) > MAX_SERIES_PANELS else ""))
     legend_ax.legend(handles=handles, loc="center", ncol=len(handles) + 1, fontsize=8, frameon=False,
                      title=note, title_fontsize=8)
     head, where = _title(documents, items)
     fig.suptitle(f"{head}\n{where}", fontsize=11)
     return fig
+
+
+def _unit(variants: list[dict]) -> str:
+    """What the variants make, in the figure's words: "step" when every one trains (it
+    said "time per call" and "timed calls in order" of a training run), "call" when none
+    does, "iteration" for a --plot of both."""
+    tasks = {(v.get("spec") or {}).get("task") or "infer" for v in variants}
+    return "step" if tasks == {"train"} else "call" if "train" not in tasks else "iteration"
 
 
 def _round_lines(documents: list[dict], items: list[Entry]) -> tuple[list[dict], str]:

@@ -34,6 +34,11 @@ FIRST_GROUP = declared.GROUPS[0]
 #: options a training step does not read (its forward runs with gradients), and what their
 #: field says then: "grad mode  no_grad (default)" meant nothing beside a training run
 INFERENCE_ONLY = {"grad_mode": "training: forward with gradients"}
+#: options that count or repeat calls, and their labels on a training form, where a call
+#: is a step ("profiled calls" and "reload each call" beside a training run's steps)
+STEP_LABELS = {"profile_iterations": "profiled steps", "reload_every_call": "reload each step"}
+#: options whose blank's words count calls, said in steps on a training form
+STEP_BLANKS = ("rounds",)
 #: the narrowest labels' column: `size (layers)` and the like, known once the catalogue is read
 NARROWEST_LABELS = 14
 
@@ -141,8 +146,7 @@ class PickForm(PresetFields, Vertical):
                     yield fields.Choice([(n, n) for n in preset_names], id="preset", prompt="(none)",
                                  compact=True, value=a.preset or Select.NULL)
                 for option in members:
-                    label_id = "size-label" if option.name == "size" else None
-                    yield Label(option.short_label, id=label_id)
+                    yield Label(option.short_label, id=f"{option.name}-label")
                     yield self._widget(option, a, runtime)
             if group == FIRST_GROUP:
                 yield Label(Text(heading(a.preset)), id="backends-heading", classes="section")
@@ -239,7 +243,8 @@ class PickForm(PresetFields, Vertical):
         return tasks[0] if len(tasks) == 1 else "infer"
 
     def show_task(self) -> None:
-        """A field a training step does not read says so and takes no value (INFERENCE_ONLY)."""
+        """A field a training step does not read says so and takes no value (INFERENCE_ONLY);
+        one that counts calls says steps on a training form (STEP_LABELS, STEP_BLANKS)."""
         training = self.task() == "train"
         for name, words in INFERENCE_ONLY.items():
             select = self.query_one(f"#{name}", Select)
@@ -248,6 +253,11 @@ class PickForm(PresetFields, Vertical):
                     select.clear()
             select.prompt = words if training else self.blank(declared.get(name)).words
             select.disabled = training
+        for name, words in STEP_LABELS.items():
+            self.query_one(f"#{name}-label", Label).update(words if training else declared.get(name).short_label)
+        for name in STEP_BLANKS:
+            words = self.blank(declared.get(name)).words
+            self.query_one(f"#{name}", Input).placeholder = words.replace("calls", "steps") if training else words
 
     # -- reading the form --------------------------------------------------------------
     def options(self) -> RunOptions:

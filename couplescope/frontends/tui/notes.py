@@ -62,11 +62,18 @@ def training_verdict(training: dict) -> tuple[str | None, str]:
     """A training variant's learning-task verdict: (PASSED, FAILED or None when it was not
     judged, its words) from the worker's summary: `[training] PASSED shift by one place:
     input 1..5 gives [5. 1. 2. 3. 4.]; expected ...`, the learned output in the words of
-    the model's task ("" when the worker said nothing)."""
+    the model's task ("" when the worker said nothing); not judged for too few steps, the
+    iterations field to set."""
     final = training.get("final_check") or {}
     if final.get("passed") is not None:
         word = "PASSED" if final["passed"] else "FAILED"
         return word, f"[training] {word} {final.get('check', '')}: {final.get('message', '')}"
+    if final.get("steps_needed") and training.get("steps") is not None:
+        # too few steps: the app's field to set, not the command line's flag the worker names
+        # ("use --iterations 10000" told an app user an option of another front end)
+        needed = fmt.thousands(final["steps_needed"])
+        return None, (f"[training] not judged: {fmt.thousands(training['steps'])} of the ~{needed} steps it "
+                      f"needs; set iterations to {needed} (Pick, p)")
     return None, f"[training] {final['message']}" if final.get("message") else ""
 
 
