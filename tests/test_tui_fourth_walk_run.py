@@ -89,11 +89,12 @@ async def test_the_sweep_plots_y_labels_name_the_rows_they_sit_on():
 def stopped_in_round_one(monkeypatch):
     """Played workers of a run in rounds: the first to start plays on; each later one waits
     for the stop, then says what a worker loading its model says as it is ended (its
-    host_build, run_started and model_loaded, then variant_failed: interrupted): they
-    reach the app after `s`, as a real worker's do. It ends when the Event is set."""
+    host_build, run_started and model_loaded; when the first Event is set, variant_failed:
+    interrupted): they reach the app after `s`, as a real worker's do. It ends when the
+    second Event is set."""
     from couplescope.core.replay import PlayedWorker
 
-    play, first, release = PlayedWorker.events, [], threading.Event()
+    play, first, gates = PlayedWorker.events, [], (threading.Event(), threading.Event())
 
     def events(self):
         first.append(first[0] if first else self)
@@ -103,14 +104,16 @@ def stopped_in_round_one(monkeypatch):
         while not self._stopped:
             time.sleep(0.005)
         yield from (ev for ev in self._events if ev.event in ("host_build", "run_started", "model_loaded"))
+        gates[0].wait(60)
         yield ev_mod.make("variant_failed", self.spec.label, reason="interrupted", kind="interrupted",
                           traceback="")
-        release.wait(60)
+        gates[1].wait(60)
         self.returncode = 0
 
     monkeypatch.setattr(PlayedWorker, "events", events)
-    yield release
-    release.set()
+    yield gates
+    for gate in gates:
+        gate.set()
 
 
 def plot_title(app) -> str:
@@ -124,18 +127,25 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
         record, shown = app.runs[1], top_lines(app)
         await pilot.press("s")
-        await until(pilot, lambda: record.builder.variants.get("direct") is not None
-                    and record.builder.variants["direct"].verdict == "stopped", "direct's last words")
+        await until(pilot, lambda: any(ev["event"] == "model_loaded" and ev["variant"] == "direct"
+                                       for ev in record.events), "direct loaded, after s")
         app.redraw_views()
         await pilot.pause()
-        # 9: what came after `s` does not take the top line back to a stale message
+        # 9: what came after `s` does not take the top line back to a stale message, and
+        # the variant going says it is stopping
+        assert shown == ["stopping #1 simplenet-train ..."], shown
+        assert " ".join(text(app, "#stats").split()).startswith("direct stopping"), text(app, "#stats")
+        stopped_in_round_one[0].set()
+        await until(pilot, lambda: record.builder.variants["direct"].verdict == "stopped", "direct's last words")
+        app.redraw_views()
+        await pilot.pause()
         assert shown == ["stopping #1 simplenet-train ..."], shown
         # 10: the variant shown measured nothing, and says so
         stats = " ".join(text(app, "#stats").split())
         assert stats.startswith("direct STOPPED nothing measured"), stats
         assert "no checks yet" not in stats and "loss" not in stats, stats
         assert plot_title(app).startswith("direct stopped: nothing measured"), plot_title(app)
-        stopped_in_round_one.set()
+        stopped_in_round_one[1].set()
         await until(pilot, lambda: app.active is None, "the run ended")
         assert shown[1:] == [record.ending_words()], shown
         assert "what 1 of its 4 variants measured is kept" in shown[-1], shown

@@ -287,6 +287,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
             return
         self.active.stopping = True
         self.set_status(f"stopping {self.active.name} ...")
+        for view in self.views:   # the variant shown says "stopping", not "running"
+            view.run_changed(self.active)
         self.stop_session(self.active)
 
     @work(thread=True, exit_on_error=False, group="stop")

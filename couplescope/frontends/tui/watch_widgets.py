@@ -344,7 +344,7 @@ class StatsPanel(Static):
     a run is going.
     """
 
-    _shown: tuple = (None, None, None)
+    _shown: tuple = (None, None, None, False)
     _waiting: str = NO_RUN
 
     def on_resize(self) -> None:
@@ -355,9 +355,10 @@ class StatsPanel(Static):
         self._waiting = text
         self.show(None, None)
 
-    def show(self, variant, expected: int | None, spec: dict | None = None) -> None:
-        """`spec`: the variant's as the run asked for it (call_counts)."""
-        self._shown = (variant, expected, spec)
+    def show(self, variant, expected: int | None, spec: dict | None = None, stopping: bool = False) -> None:
+        """`spec`: the variant's as the run asked for it (call_counts); `stopping`: its run
+        is being stopped (`s`), so a variant still running says "stopping", not "running"."""
+        self._shown = (variant, expected, spec, stopping)
         if variant is None:
             self.update(self._waiting)
             return
@@ -368,6 +369,8 @@ class StatsPanel(Static):
         verdict = variant.verdict
         status = {"passed": "[green]PASSED[/]", "failed": "[red]FAILED[/]", "error": "[red]ERROR[/]",
                   "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
+        if stopping and verdict == "running":
+            status = "[yellow]stopping[/]"
         checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
                   f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
         head = f"[b]{escape(variant.name)}[/] {status}  {checks}"

@@ -132,6 +132,12 @@ gives 5 1 2 3 4)."""
             self.query_one(TimePlot).say(f"run #{record.id} {ended}: nothing measured")
         self.query_one(TelemetryPanel).idle(record.name)
 
+    def run_changed(self, record) -> None:
+        """Its stop began (`s`): the variant shown says "stopping" at once."""
+        if record is self.app.shown:
+            self._dirty = True
+            self.redraw(force=True)
+
     def redraw(self, force: bool = False) -> None:
         record = self.app.shown
         name = record.watched() if record is not None else None
@@ -151,7 +157,8 @@ gives 5 1 2 3 4)."""
             expected = record.expected(name)
             done = sum(calls_done(variant).values()) if variant is not None else 0
             self.query_one(ProgressBar).update(total=expected or 1, progress=done)
-            self.query_one(StatsPanel).show(variant, expected, record.spec_of(name))
+            self.query_one(StatsPanel).show(variant, expected, record.spec_of(name),
+                                            stopping=record.stopping and record is self.app.active)
             if variant is not None and variant.verdict == "stopped" and not variant.calls.count:
                 self.query_one(TimePlot).say(f"{name} stopped: nothing measured")
             self._name_round(record, variant)
