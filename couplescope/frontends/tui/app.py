@@ -33,6 +33,7 @@ from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui import quit_screen
 from couplescope.frontends.tui.quit_screen import QuitScreen
 from couplescope.frontends.tui.runs import RunRecord
+from couplescope.frontends.tui.top_line import TopLine
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch
@@ -48,7 +49,7 @@ REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
 
-class CoupleScopeApp(ExportKey, SignalEndings, App):
+class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
@@ -130,9 +131,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         self._followers: dict[str, list[AppView]] = {}
         self._views: list[AppView] = []           # made in compose
         self._focus_in: dict[str, object] = {}    # view id -> the widget focused when it was left
-        self._status = HINTS[False]               # what the top line says (under a refusal too)
-        self._refusal: str | None = None          # a key's refusal on the top line, till the next key
-        self._refusal_timer = None                # ... or till its toast goes
+        self._status = HINTS[False]               # what the top line says (top_line.py)
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -431,43 +430,6 @@ class CoupleScopeApp(ExportKey, SignalEndings, App):
         timers otherwise)."""
         for view in self.views:
             view.redraw(force=force)
-
-    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None) -> None:
-        """A key that cannot act now says why at once: on the top line (always on the
-        screen, wherever the focus is) and in a toast. The top line keeps it till the next
-        key acts (a view's key included: "no run is going" stayed through p, w, t and h)
-        or its toast goes; what a run going says of its progress meanwhile waits (a round
-        of a fast model took `e`'s refusal off at once), and the latest of it shows then."""
-        timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
-        self._refusal = text
-        self._show_status(text)
-        self.notify(text, severity=severity, timeout=timeout)
-        if self._refusal_timer is not None:
-            self._refusal_timer.stop()
-        self._refusal_timer = self.set_timer(timeout, self.refusal_gone)
-
-    def refusal_gone(self) -> None:
-        """The top line back to what it said under the refusal (or said since)."""
-        if self._refusal is not None:
-            self._refusal = None
-            self._show_status(self._status)
-
-    def set_status(self, text: str, progress: bool = False) -> None:
-        """The top line: what the app does or did. `progress`: what the run going says as
-        it goes (a variant loading or measuring, its round, a build). Progress waits under
-        a refusal, and is not said once the run is being stopped: events its workers sent
-        before they ended arrive after `s` (a variant's "building and loading the model"
-        read for seconds after `s`, over "stopping"), and stopping is said till it is done."""
-        if progress and (self.active is None or self.active.stopping):
-            return
-        self._status = text
-        if progress and self._refusal is not None:
-            return
-        self._refusal = None
-        self._show_status(text)
-
-    def _show_status(self, text: str) -> None:
-        self.main.query_one("#status", Static).update(text)
 
     def note(self, text: str, level: str = "info") -> None:
         """A line for the user: kept in `notes`, shown by the views that show notes (the log)."""

@@ -1,0 +1,61 @@
+"""The app's top line: what the app does or did, a key's refusal over it, and a run's
+progress under both.
+
+A part of the app (CoupleScopeApp inherits it), as export_key.py and endings.py are: it
+reads the run going (`active`) and writes the `#status` line of the main screen. Three
+kinds of words share the line: what the app did (a run started, stopped, exported: said
+at once, and lasting), a key's refusal (`say_why_not`: at once, and gone with the next
+key or its toast), and what the run going says as it goes (`progress`: a variant
+loading, measuring, its round), which never covers the other two.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+
+class TopLine:
+    """The top line's words (see the module docstring)."""
+
+    #: what the top line says (under a refusal too): the app sets its first words
+    _status = ""
+    #: a key's refusal on the top line, till the next key acts or its toast goes
+    _refusal: str | None = None
+    _refusal_timer = None
+
+    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None) -> None:
+        """A key that cannot act now says why at once: on the top line (always on the
+        screen, wherever the focus is) and in a toast. The top line keeps it till the next
+        key acts (a view's key included: "no run is going" stayed through p, w, t and h)
+        or its toast goes; what a run going says of its progress meanwhile waits (a round
+        of a fast model took `e`'s refusal off at once), and the latest of it shows then."""
+        timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
+        self._refusal = text
+        self._show_status(text)
+        self.notify(text, severity=severity, timeout=timeout)
+        if self._refusal_timer is not None:
+            self._refusal_timer.stop()
+        self._refusal_timer = self.set_timer(timeout, self.refusal_gone)
+
+    def refusal_gone(self) -> None:
+        """The top line back to what it said under the refusal (or said since)."""
+        if self._refusal is not None:
+            self._refusal = None
+            self._show_status(self._status)
+
+    def set_status(self, text: str, progress: bool = False) -> None:
+        """The top line: what the app does or did. `progress`: what the run going says as
+        it goes (a variant loading or measuring, its round, a build). Progress waits under
+        a refusal, and is not said once the run is being stopped: events its workers sent
+        before they ended arrive after `s` (a variant's "building and loading the model"
+        read for seconds after `s`, over "stopping"), and stopping is said till it is done."""
+        if progress and (self.active is None or self.active.stopping):
+            return
+        self._status = text
+        if progress and self._refusal is not None:
+            return
+        self._refusal = None
+        self._show_status(text)
+
+    def _show_status(self, text: str) -> None:
+        self.main.query_one("#status", Static).update(text)
