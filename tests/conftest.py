@@ -210,8 +210,9 @@ ROUNDS_TIMED, ROUNDS_WARMUP, ROUNDS = 6, 2, 3
 def rounds_run(tmp_path_factory) -> ExportedRun:
     """simplenet through torchscript and through the bridge in 3 interleaved rounds (6 timed
     iterations and 2 warm-ups each), exported: made once per test process for the tests of
-    what a passing run prints (test_cli.py) and of how its workers take their rounds
-    (test_rounds_e2e.py). They mark themselves xdist_group("rounds-run")."""
+    what a passing run prints (test_cli.py), of how its workers take their rounds
+    (test_rounds_e2e.py) and of a run made without profiling (test_profiling.py). They
+    mark themselves xdist_group("rounds-run")."""
     return exported_cli_run(tmp_path_factory.mktemp("rounds"), "--model", "simplenet",
                             "--backend", "torchscript,bridge", "--rounds", ROUNDS, "--iterations", ROUNDS_TIMED,
                             "--warmup", ROUNDS_WARMUP, "--threads", "1", "--profile-iterations", "0",

@@ -272,12 +272,12 @@ def test_without_export_the_summary_stays_and_no_trace_is_left(tmp_path):
 
 
 @pytest.mark.e2e
-def test_profile_iterations_zero_turns_profiling_off(tmp_path):
-    from couplescope.frontends.api import run as run_specs
-
-    (v,) = run_specs([RunSpec(model="simplenet", iterations=2, profile_iterations=0)])["variants"]
-    assert "profile" not in v and "trace_summary" not in v
-    assert [it["kind"] for it in records(v)] == ["warmup", "timed", "timed"]
+@pytest.mark.xdist_group("rounds-run")   # (conftest.rounds_run: made once, on one worker)
+def test_profile_iterations_zero_turns_profiling_off(rounds_run):
+    """conftest's run in rounds, made with --profile-iterations 0."""
+    for v in rounds_run.results["variants"]:
+        assert "profile" not in v and "trace_summary" not in v
+        assert {it["kind"] for it in records(v)} == {"warmup", "timed"}
 
 
 def test_unwritable_export_directory_exits_2_and_writes_nothing(cli, tmp_path):
