@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from textual import events
 from textual.binding import Binding
 from textual.content import Content
 from textual.validation import ValidationResult, Validator
@@ -62,6 +63,21 @@ class FieldInput(Input):
 
     def action_leave(self) -> None:
         self.app.action_leave_field()
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Its own bound keys (backspace, delete, the arrows, home ...) act here, in the
+        order typed. Textual's Input types a printable key where it gets it but runs a
+        bound key's action only once the key has bubbled up to the app, so a key that
+        arrives with it (a terminal sends backspace-then-7 as "\\x7f7", one read) was typed
+        first: the backspace then took the 7 away, both keys lost (textual#6605; the
+        same cure is proposed upstream, textual#6631). Priority bindings (the app's) were
+        already checked before the key reached the field."""
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.node is not self or active.binding.priority or not active.enabled:
+            return                                      # Input's own handling: typing
+        event.stop()
+        event.prevent_default()
+        await self.app.run_action(active.binding.action, self)
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         if character is None or not character.isprintable():
