@@ -15,7 +15,9 @@ from textual import events
 from textual.widgets import Input
 
 from couplescope.frontends.tui.app import CoupleScopeApp
-from test_tui_replay import until
+from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
+from test_tui_replay import replay_app, run_replay, until
+from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -48,3 +50,58 @@ async def test_keys_that_arrive_together_all_reach_the_field(field, before, keys
         changes = sum(key != "left" for key, _ in keys)
         await until(pilot, lambda: len(values) == changes, "the keys acted")
         assert values[-1] == after, values
+
+
+# -- 2. v on the compare screen: in the footer where it acts, and on the help screen ---------------
+
+def footer_keys(app) -> dict[str, object]:
+    """The footer's keys as shown: key -> its FooterKey (laid out: each has its region)."""
+    from textual.widgets._footer import FooterKey
+
+    return {k.key_display: k for k in app.screen.query(FooterKey)}
+
+
+async def test_v_is_offered_where_a_sweep_is_compared_and_every_key_fits_80_columns():
+    app = replay_app("sweep")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = replay_app("training").recording      # a second run, of the other task
+        await run_replay(pilot)
+        await pilot.press("c")                                # all runs: the training ones first
+        await until(pilot, lambda: "esc" in footer_keys(app), "the compare screen's footer")
+        assert "v" not in footer_keys(app), "v offered with no sweep compared"
+        await pilot.press("v")                                # says why, changes nothing
+        await until(pilot, lambda: any("no sweep here" in str(n.message) for n in app._notifications),
+                    "v says why it does nothing")
+        await pilot.press("tab")                              # the sweep's task
+        await until(pilot, lambda: "v" in footer_keys(app), "v in the footer")
+        keys = footer_keys(app)
+        assert {"tab", "esc", "space", "v", "q"} <= set(keys), list(keys)
+        await until(pilot, lambda: all(k.region.width > 0 for k in footer_keys(app).values()), "laid out")
+        assert all(k.region.right <= 80 for k in footer_keys(app).values()), \
+            [(k.key_display, k.description, k.region) for k in footer_keys(app).values()]
+        assert "v: boxes" in on_screen(app)
+        await pilot.press("v")
+        await until(pilot, lambda: "(v: vs size)" in on_screen(app), "the boxes drawn")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "the help screen")
+        from textual.widgets import Markdown
+        shown = app.screen.query_one(Markdown).source
+        assert "`v` switches the plot" in shown, shown
+
+
+async def test_the_footer_offers_r_while_no_run_goes_and_s_while_one_does(held):
+    """(What makes room for v at 80 columns.) The key not offered still says why it cannot act."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: {"r", "e"} <= set(footer_keys(app)) and "s" not in footer_keys(app),
+                    "r offered, s not")
+        await pilot.press("s")
+        await until(pilot, lambda: "no run is going" in text(app, "#status"), "s says why")
+        await pilot.press("r")
+        await until(pilot, lambda: "s" in footer_keys(app) and "r" not in footer_keys(app), "s offered, r not")
+        await pilot.press("r")
+        await until(pilot, lambda: any("still going" in str(n.message) for n in app._notifications),
+                    "r says why")
+        held.set()
+        await until(pilot, lambda: app.active is None and "r" in footer_keys(app), "r offered again")

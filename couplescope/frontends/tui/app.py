@@ -62,11 +62,18 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
     #: the run keys; a tooltip is what docs/tui.md's key table says the key does (generated:
     #: python -m couplescope.frontends.docs_tables)
     BINDINGS = [
+        # the footer offers r while no run goes and s while one goes; the other key says why
+        # it cannot act (why_not), offered nowhere: at 80 columns the compare screen's keys
+        # (tab and v included) fit only so
         Binding("r", "run", "run", priority=True,
-                tooltip="run what the Pick view describes. Refused, with a message, while a run goes."),
+                tooltip="run what the Pick view describes (the footer offers it while no run goes)."),
+        Binding("r", "why_not('run')", priority=True, show=False,
+                tooltip="while a run goes: refused, with a message (the footer offers s then)."),
         Binding("s", "stop", "stop", priority=True,
                 tooltip="stop the run: ends the worker's process group. What was measured stays (the "
                         "variant shows as stopped, its statistics cover the iterations that finished)."),
+        Binding("s", "why_not('stop')", priority=True, show=False,
+                tooltip="with no run going: says so (the footer offers r then)."),
         Binding("e", "export", "export", priority=True,
                 tooltip="export the highlighted run of the History view (the latest run by default) to a "
                         "new run directory, exactly as --export writes it. The top line says exporting at "
@@ -230,6 +237,19 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
                 self.install_screen(self._help, name="help")
             self.push_screen("help")
 
+    def check_action(self, action: str, parameters) -> bool | None:
+        """r where it runs, s where it stops; the other one's why_not says why not."""
+        going = self.active is not None
+        if action in ("run", "stop"):
+            return going == (action == "stop")
+        if action == "why_not":
+            return going != (parameters[0] == "stop")
+        return True
+
+    def action_why_not(self, action: str) -> None:
+        """r while a run goes, s while none does: the action itself says why it cannot act."""
+        getattr(self, f"action_{action}")()
+
     def action_run(self) -> None:
         if self.active is not None:
             self.say_why_not(f"run {self.active.name} is still going; press s to stop it first")
@@ -261,6 +281,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
         record.session = record.pipeline.session
         self.runs[record.id] = record
         self.active = self.shown = self.picked_run = record   # History highlights it too
+        self.refresh_bindings()                               # s in the footer, not r
         for view in self.views:
             view.run_started(record)
         self.note(f"run {record.name}: " + ", ".join(s.label for s in record.specs))
@@ -393,6 +414,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
         record.finish(msg.error)
         if record is self.active:
             self.active = None
+            self.refresh_bindings()                           # r in the footer, not s
         for view in self.views:
             view.run_ended(record)
         for text, level in ending_notes(record):

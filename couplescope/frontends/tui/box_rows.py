@@ -95,6 +95,17 @@ def end_text(value: float, unit: str) -> str:
     return "▸" + fmt.seconds(value * UNIT_SECONDS[unit])
 
 
+def title(plot: BoxPlot, width: int, extra: str, what: str) -> str:
+    """The key to the marks, in one line where the full words would wrap: at 80 columns a
+    cut whisker's words and the sweep's `(v: vs size)` ran to a second line, "(v: vs" and
+    "size)" apart."""
+    key = f"timed {what} ({plot.unit}): █ 25-75% ┃ median, ├─┤ 5-95%"
+    full = key + ("; ▸N: cut here, ends at N" if plot.cut else "") + extra
+    if len(full) <= width:
+        return full
+    return key.replace("median,", "median") + (" ▸N ends at N" if plot.cut else "") + extra
+
+
 def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", what: str = "calls") -> Text:
     """The title, a row per variant (`labels`: the table's box numbers), the axis and its
     values, in `width` columns. `what` the variants timed: calls, or a training's steps."""
@@ -106,8 +117,7 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", wh
     def col(value: float) -> int:
         return min(columns - 1, max(0, round((value - plot.bottom) / span * (columns - 1))))
 
-    out = Text(f"timed {what} ({plot.unit}): █ 25-75% ┃ median, ├─┤ 5-95%"
-               + ("; ▸N: cut here, ends at N" if plot.cut else "") + title_extra, style="bold")
+    out = Text(title(plot, width, title_extra, what), style="bold")
     for i, (label, q) in enumerate(zip(labels, plot.quintuples), 1):
         color = rich_color(COLORS[(i - 1) % len(COLORS)])
         high, box_high, median, box_low, low = (col(v) for v in q)

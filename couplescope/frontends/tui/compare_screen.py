@@ -10,8 +10,8 @@ highlighted variant out of the ratios and the plot (or puts it back), so any sub
 be compared; what is left out is the app's, kept when the view is opened again (`c`).
 When the variants hold a sweep (the same variant at several sizes,
 couplescope.results.sweeps), the plot is median vs size with the 25th and 75th
-percentiles; `v` switches between that and the boxes (the key is named in the plot's
-title, only when there is a sweep). The table's fitting and words: compare_table.py.
+percentiles; `v` switches between that and the boxes (the footer offers it, and the
+plot's title names it, only when there is a sweep). The table's fitting and words: compare_table.py.
 """
 
 from __future__ import annotations
@@ -92,8 +92,12 @@ class CompareScreen(Screen):
                 Binding("tab", "one_task", show=False,
                         tooltip="when the compared runs hold one task only: says that there is no other "
                                 "to compare (the footer does not offer tab then)."),
-                Binding("v", "toggle_plot", "median vs size / boxes", show=False,
-                        tooltip="the plot: median against size (a sweep's variants) or each variant's box."),
+                Binding("v", "toggle_plot", "plot",
+                        tooltip="when the variants hold a sweep (a variant at two or more sizes): the plot, "
+                                "median against size or each variant's box."),
+                Binding("v", "no_sweep", show=False,
+                        tooltip="when they hold no sweep: says that there is only the box plot (the footer "
+                                "does not offer v then)."),
                 Binding("q", "app.quit", "quit", tooltip="quit, as in the views.")]
 
     def __init__(self, records, left_out: set[str] | None = None, task: str | None = None) -> None:
@@ -107,6 +111,7 @@ class CompareScreen(Screen):
         latest = next((self.tasks[n] for n in reversed(every)), "infer")   # the latest run's
         self.compared_task = task if task in present else latest
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
+        self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self._select_task()
 
     @property
@@ -137,6 +142,8 @@ class CompareScreen(Screen):
         """`tab` compares the other task where there is one, and says why not where not."""
         if action in ("other_task", "one_task"):
             return (len(set(self.tasks.values())) > 1) == (action == "other_task")
+        if action in ("toggle_plot", "no_sweep"):
+            return bool(self.sweeps) == (action == "toggle_plot")
         return True
 
     def action_one_task(self) -> None:
@@ -281,11 +288,11 @@ class CompareScreen(Screen):
         self.fill()
         self.refresh_bindings()
 
+    def action_no_sweep(self) -> None:
+        self.notify("no sweep here: median vs size needs a variant at two or more sizes",
+                    severity="warning")
+
     def action_toggle_plot(self) -> None:
-        if not self._sweep_groups(list(self.builder.variants)):
-            self.notify("no sweep here: median vs size needs a variant at two or more sizes",
-                        severity="warning")
-            return
         self.by_size = not self.by_size
         self.draw(self.builder.comparison())
 
@@ -303,6 +310,10 @@ class CompareScreen(Screen):
         sweep = self.query_one("#compare-sweep")
         series = {r["name"]: [it["seconds"] for it in self.builder.variants[r["name"]].steps] for r in rows}
         groups = self._sweep_groups(list(series)) if series else []
+        offered = bool(self.sweeps)
+        self.sweeps = groups
+        if bool(groups) != offered:
+            self.refresh_bindings()          # v in the footer only where it acts
         self.plotted = groups if groups and self.by_size else None
         sweep.display = self.plotted is not None
         boxes.display = self.plotted is None

@@ -23,7 +23,9 @@ KEYS = """\
   of 4 rounds disturbed by other processes`); several runs are not paired by round, so
   their ratios are the medians'. Its box plot: a row per variant, numbered as the
   table's `box` column; `█` the middle half of the calls, `┃` the median, `├─┤` 5% to
-  95%; `▸4.78 ms` a whisker cut at the plot's edge that really ends at 4.78 ms
+  95%; `▸4.78 ms` a whisker cut at the plot's edge that really ends at 4.78 ms. Where
+  the variants hold a sweep (a variant at two or more sizes), `v` switches the plot
+  between median against size and the boxes
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
 - `?` this help (`escape` closes it)
