@@ -105,3 +105,31 @@ async def test_the_footer_offers_r_while_no_run_goes_and_s_while_one_does(held):
                     "r says why")
         held.set()
         await until(pilot, lambda: app.active is None and "r" in footer_keys(app), "r offered again")
+
+
+# -- 3. the focused field stays in sight when the Run line grows ------------------------------------
+
+@pytest.mark.parametrize("field, typed", [("iterations", "300"), ("warmup", "2")])
+async def test_the_field_typed_in_stays_in_sight_when_the_run_line_grows(field, typed):
+    """With simplenet-train at 80x24, a value typed over the preset's made the Run line three
+    lines long: the form's scroll area lost two rows, and the field typed in went below it."""
+    from couplescope.core.request import RunOptions
+
+    app = CoupleScopeApp(RunOptions(preset="simplenet-train"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        box = app.main.query_one(f"#{field}", Input)
+        scroll = app.main.query_one("#pick-fields")
+        await until(pilot, lambda: app.focused is not None, "the form focused")
+        while app.focused is not box:                   # as a user gets there: the page follows
+            await pilot.press("tab")                    # at its bottom edge
+            await pilot.pause()
+        # on the scroll area's last row, where Tab leaves it at 80x24 with the catalogue's notes
+        scroll.scroll_to(y=scroll.scroll_y + box.region.bottom - scroll.region.bottom, animate=False, immediate=True)
+        await until(pilot, lambda: box.region.bottom == scroll.region.bottom, "the field on the last row")
+        bar = app.main.query_one("#run-bar")
+        rows = bar.region.height
+        await pilot.press(*typed)
+        await until(pilot, lambda: bar.region.height > rows and box.value == typed, "the Run line grown")
+        await pilot.pause()
+        await until(pilot, lambda: scroll.region.contains_region(box.region),
+                    ("the field out of sight", box.region, scroll.region))

@@ -297,6 +297,7 @@ class PickForm(PresetFields, Vertical):
 
     def refresh_preview(self) -> None:
         preview = self.query_one("#preview", Static)
+        self.call_after_refresh(self.keep_focus_in_sight)   # once the Run line's new length is laid out
         try:
             req = self.build()
         except UsageError as exc:
@@ -310,6 +311,20 @@ class PickForm(PresetFields, Vertical):
                                 (preset or {}).get(BACKEND, ()) if preset is not None else None,
                                 self.overridden()))
         self.show_resolved(req.specs)
+
+    def keep_focus_in_sight(self) -> None:
+        """The field with the focus back on the screen when the Run line grew under it: a
+        value typed over a preset's made the line three lines long, the fields' page lost
+        rows at its bottom, and the field typed in went out of sight (docs/tui.md: the focus
+        is always visible). The backends list keeps its highlighted row in sight."""
+        focused = self.app.focused
+        page = self.query_one("#pick-fields")
+        if focused is None or page not in focused.ancestors:
+            return
+        if isinstance(focused, CheckList):
+            focused.show_highlighted()
+        else:
+            page.scroll_to_widget(focused, animate=False, immediate=True)
 
     def show_resolved(self, specs) -> None:
         """A blank number field shows the value the request gave every variant when that is
