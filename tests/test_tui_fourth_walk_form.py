@@ -133,3 +133,47 @@ async def test_the_field_typed_in_stays_in_sight_when_the_run_line_grows(field, 
         await pilot.pause()
         await until(pilot, lambda: scroll.region.contains_region(box.region),
                     ("the field out of sight", box.region, scroll.region))
+
+
+# -- 5. and 13. the iterations table: the plot's numbers, a gap before them --------------------------
+
+def table_rows(app) -> list[str]:
+    return [strip.text for strip in app.main.query_one("#iteration-table").lines]
+
+
+async def test_the_table_numbers_every_call_as_the_plot_and_the_status_line_count_them():
+    app = replay_app("two-backends")                    # 1 warm-up, 12 timed, 2 profiled
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        rows = [row.split()[:2] for row in table_rows(app)]
+        plot = app.main.query_one("#plot")
+        assert [[str(number), kind] for number, kind, *_ in plot.points] == \
+            [[n, {"warm": "warmup", "prof": "profiled"}.get(k, k)] for n, k in rows], rows
+        assert rows[0] == ["1", "warm"] and rows[-1] == ["15", "prof"], rows   # not 1 warm ... 2 prof
+        assert "15/15 calls" in text(app, "#stats")
+
+
+async def test_six_digit_call_numbers_keep_a_gap_after_the_border():
+    """(A run of 200 000 calls costs seconds: its last rows are written as a run's are.)"""
+    from couplescope.frontends.tui.views.watch import TABLE_BOX_WIDTH
+    from couplescope.frontends.tui.views.watch import WatchView
+    from couplescope.frontends.tui.watch_widgets import IterationsTable, number_digits, table_width
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        table = app.main.query_one(IterationsTable)
+        header = text(app, "#iterations-header")
+        call = {"kind": "timed", "seconds": 1.15e-5, "max_rel_error": 0.0, "passed": True}
+        table.add_iterations([{**call, "index": i} for i in range(1, 200_001)])
+        table.flush()
+        last = table_rows(app)[-1]
+        assert last.startswith(" 200015 timed"), last           # 15 calls before them
+        assert last.index("timed") == header.index("kind"), (header, last)
+        assert table.region.right <= 80 and "PASSED" in last
+        # no count is the largest (--iterations has no bound): the column and its box grow
+        app.main.query_one(WatchView)._table_for(False, 12_345_678)
+        box = app.main.query_one("#iterations-box")
+        await until(pilot, lambda: box.region.width == table_width(number_digits(12_345_678)) > TABLE_BOX_WIDTH,
+                    box.region)
+        assert text(app, "#iterations-header").startswith(" " * 8 + "# kind")   # over 8 digits

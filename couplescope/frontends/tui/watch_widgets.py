@@ -60,15 +60,37 @@ def x_ticks(first: int, last: int, width: int) -> tuple[list[int], list[str]]:
     return ticks, [str(t) for t in ticks]
 
 
+class CallNumbers:
+    """Each call of a variant numbered as the plot's x axis and the status line (`14/14
+    calls`) count them: every call in the order it came, all kinds in one sequence (1 the
+    warm-up, 2-11 timed, 12-14 profiled), where each kind's own index starts at 1 (the
+    table numbered them so: `1 prof` could not be found on the plot's axis). Under MPI
+    every rank reports each call: its ranks share one number."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._ranked: dict[tuple, int] = {}   # (kind, index) -> number, for MPI ranks
+
+    def number(self, ev: dict) -> tuple[int, bool]:
+        """(the call's number, whether it is a call not numbered before)."""
+        key = (ev["kind"], ev.get("index")) if ev.get("rank") is not None else None
+        if key in self._ranked:
+            return self._ranked[key], False
+        self.count += 1
+        if key:
+            self._ranked[key] = self.count
+        return self.count, True
+
+
 class TimePlot(RowTickedPlot):
     """Per-iteration time of the current variant; one line per phase, kinds told apart;
     its y labels on the rows they name (row_ticks.py)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.points: list[tuple[int, str, float, dict]] = []   # (seq, kind, seconds, phases)
+        self.points: list[tuple[int, str, float, dict]] = []   # (number, kind, seconds, phases)
         self.variant = ""
-        self._where: dict = {}   # (kind, index) -> position in points, for MPI ranks
+        self._numbers = CallNumbers()   # the points' x: the call numbers the table shows
         self._dirty = False
         self._last_draw = 0.0
         self._drawn_empty = True   # the plot on screen has no calls
@@ -77,7 +99,7 @@ class TimePlot(RowTickedPlot):
 
     def reset(self, variant: str, calls=(), training: bool = False) -> None:
         """Hold `variant`'s calls (none yet, or its calls so far), drawn at the next draw."""
-        self.points, self.variant, self._where, self.training = [], variant, {}, training
+        self.points, self.variant, self._numbers, self.training = [], variant, CallNumbers(), training
         self.empty = "no steps yet" if training else "no calls yet"
         self.add(calls)
         self._dirty = True
@@ -93,17 +115,13 @@ class TimePlot(RowTickedPlot):
     def add(self, evs: list[dict]) -> None:
         """One point per call; under MPI every rank reports each call, and the point is the
         slowest rank's record (the step time, as in VariantResult.steps)."""
-        where = self._where
         for ev in evs:
             point = (ev["kind"], ev["seconds"], ev.get("phases") or {})
-            key = (ev["kind"], ev.get("index")) if ev.get("rank") is not None else None
-            at = where.get(key) if key else None
-            if at is None:
-                if key:
-                    where[key] = len(self.points)
-                self.points.append((len(self.points) + 1, *point))
-            elif ev["seconds"] > self.points[at][2]:
-                self.points[at] = (self.points[at][0], *point)
+            number, new = self._numbers.number(ev)
+            if new:
+                self.points.append((number, *point))
+            elif ev["seconds"] > self.points[number - 1][2]:
+                self.points[number - 1] = (number, *point)
         self._dirty = True
 
     def draw(self, force: bool = False) -> None:
@@ -244,11 +262,33 @@ class PlotLegend(Static):
             return Text(f"plot unavailable: {type(exc).__name__}: {exc}")
 
 
-ROW_FORMAT = "{:>6} {:<5} {:>9} {:>11} {}"
-TABLE_HEADER = ROW_FORMAT.format("#", "kind", "time", "max rel err", "check")
-#: the header over a training run's steps: the loss where a call has its check's error
-TRAINING_HEADER = ROW_FORMAT.format("#", "kind", "time", "loss", "check")
+#: a row of the iterations table: the call's number (CallNumbers), its kind, time, error
+#: (a training step's loss) and check. A space before the number, however many digits it
+#: has: `│158348 timed` ran into the border.
+ROW_FORMAT = " {:>{digits}} {:<5} {:>9} {:>11} {}"
+#: the number's digits, at least (the table is as wide as its box holds with these)
+DIGITS = 6
 MAX_ROWS_PER_DRAW = 200
+
+
+def number_digits(calls: int | None) -> int:
+    """The digits the number column needs for a variant of `calls` calls (None: unknown)."""
+    return max(DIGITS, len(str(calls or 0)))
+
+
+def table_header(training: bool = False, digits: int = DIGITS) -> str:
+    """The header over the rows; over a training run's steps, the loss where a call has its
+    check's error."""
+    return ROW_FORMAT.format("#", "kind", "time", "loss" if training else "max rel err", "check", digits=digits)
+
+
+def table_width(digits: int) -> int:
+    """The columns a row takes (its check is PASSED or FAILED), its scroll bar's included."""
+    return len(ROW_FORMAT.format("", "", "", "", "PASSED", digits=digits)) + 1
+
+
+TABLE_HEADER = table_header()
+TRAINING_HEADER = table_header(training=True)
 
 
 class IterationsTable(RichLog):
@@ -264,8 +304,10 @@ class IterationsTable(RichLog):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(max_lines=MAX_TABLE_ROWS, min_width=40, wrap=False, auto_scroll=True, **kwargs)
-        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)
+        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)  # (number, call)
         self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
+        self._numbers = CallNumbers()   # as the plot numbers its points
+        self.digits = DIGITS            # the number column's (number_digits)
 
     def on_mount(self) -> None:
         self.anchor()   # its latest row in view when its height changes too (DiagnosticsLog)
@@ -275,22 +317,23 @@ class IterationsTable(RichLog):
         self.clear_rows()
 
     def add_iterations(self, evs: list[dict]) -> None:
-        self._pending.extend(evs[-MAX_ROWS_PER_DRAW:])
+        numbered = [(self._numbers.number(ev)[0], ev) for ev in evs]   # every call counts
+        self._pending.extend(numbered[-MAX_ROWS_PER_DRAW:])
 
     def flush(self) -> None:
         """Write what arrived since the last tick, as one block."""
         if not self._pending:
             return
         text = Text()
-        for ev in self._pending:
+        for number, ev in self._pending:
             check = "PASSED" if ev["passed"] else "FAILED"
             self.checks.append(check)
             if len(text):
                 text.append("\n")
             # a training step shows its loss where a call shows its check's error
             value = fmt.sci(ev["loss"]) if ev.get("loss") is not None else fmt.sci(ev["max_rel_error"])
-            text.append(ROW_FORMAT.format(ev["index"], KIND_SHORT.get(ev["kind"], ev["kind"]),
-                                          fmt.seconds(ev["seconds"]), value, ""))
+            text.append(ROW_FORMAT.format(number, KIND_SHORT.get(ev["kind"], ev["kind"]),
+                                          fmt.seconds(ev["seconds"]), value, "", digits=self.digits))
             text.append(check, style="bold green" if ev["passed"] else "bold red")
         self._pending.clear()
         self.write(text)
@@ -299,6 +342,7 @@ class IterationsTable(RichLog):
         self.clear()
         self._pending.clear()
         self.checks.clear()
+        self._numbers = CallNumbers()
 
 
 def calls_done(variant) -> dict[str, int]:

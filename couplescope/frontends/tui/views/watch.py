@@ -8,8 +8,11 @@ from textual.widgets import ProgressBar, Static
 
 from couplescope.frontends.tui.telemetry_panel import WORDS, TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
-from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, TRAINING_HEADER, IterationsTable, PlotLegend,
-                                                     StatsPanel, TimePlot, calls_done)
+from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, IterationsTable, PlotLegend, StatsPanel, TimePlot,
+                                                     calls_done, number_digits, table_header, table_width)
+
+#: the iterations table's box, as app.tcss makes it: wider only for rows that need more
+TABLE_BOX_WIDTH = 44
 
 
 class WatchView(AppView):
@@ -37,7 +40,8 @@ class WatchView(AppView):
 per-iteration time of the running variant with one line per phase (marshal in: the
 simulation's arrays made into tensors; host to device; forward; device to host; marshal
 out: the output written back), the latest iterations with PASSED/FAILED (the output
-checked against a reference) and the maximum relative error, progress, and median, IQR
+checked against a reference) and the maximum relative error, numbered as the plot's axis
+counts calls (every kind in one sequence: `14 prof` is point 14), progress, and median, IQR
 (the spread of the middle half), min and max of the timed iterations; `noisy`: the IQR is
 over a tenth of the median. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts
 every call (all are checked); only the timed ones enter the statistics (`n=200 timed`).
@@ -78,7 +82,7 @@ gives 5 1 2 3 4)."""
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
         self.query_one(ProgressBar).update(total=1, progress=0)
         training = all(spec.task == "train" for spec in record.specs)
-        self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
+        self._table_for(training, max(record.expected(spec.label) or 0 for spec in record.specs))
         variants = f"{len(record.specs)} variants" if len(record.specs) > 1 else record.specs[0].label
         self.query_one(StatsPanel).waiting(f"{record.name}: starting {variants} (worker, model); "
                                            "the line at the top says what it is doing")
@@ -111,11 +115,20 @@ gives 5 1 2 3 4)."""
         # the request's spec: a variant's own comes with its run_started, after its first
         # round has begun (the header said "max rel err" over a training variant till then)
         training = any(spec.label == name and spec.task == "train" for spec in record.specs)
-        self.query_one("#iterations-header", Static).update(TRAINING_HEADER if training else TABLE_HEADER)
+        self._table_for(training, record.expected(name))
         self._shown = name
         self.query_one(TimePlot).reset(name, calls, training)
         self.query_one(IterationsTable).add_variant(name)
         self.query_one(IterationsTable).add_iterations(calls)
+
+    def _table_for(self, training: bool, calls: int | None) -> None:
+        """The iterations table's header and number column for a variant of `calls` calls
+        (its numbers count every call, as the plot does): wide enough for its largest."""
+        digits = number_digits(calls)
+        self.query_one("#iterations-header", Static).update(table_header(training, digits))
+        self.query_one(IterationsTable).digits = digits
+        needed = table_width(digits)
+        self.query_one("#iterations-box").styles.width = needed if needed > TABLE_BOX_WIDTH else None
 
     def run_ended(self, record) -> None:
         self._dirty = True
