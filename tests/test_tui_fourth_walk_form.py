@@ -177,3 +177,26 @@ async def test_six_digit_call_numbers_keep_a_gap_after_the_border():
         await until(pilot, lambda: box.region.width == table_width(number_digits(12_345_678)) > TABLE_BOX_WIDTH,
                     box.region)
         assert text(app, "#iterations-header").startswith(" " * 8 + "# kind")   # over 8 digits
+
+
+# -- 6. an open list looks apart from the form --------------------------------------------------------
+
+async def test_an_open_list_is_framed_on_a_background_of_its_own():
+    from textual.widgets import Select
+
+    from couplescope.frontends.tui.fields import EndingList
+
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        field = app.main.query_one("#preset", Select)
+        field.focus()
+        await until(pilot, lambda: app.focused is field, "the preset field focused")
+        await pilot.press("enter")
+        opened = field.query_one(EndingList)
+        await until(pilot, lambda: opened.display and opened.region.height > 2, "the list open")
+        assert opened.styles.border_top[0] == "round" and opened.styles.border_bottom[0] == "round"
+        current = field.query_one("SelectCurrent")
+        assert opened.styles.background != current.styles.background, opened.styles.background
+        screen = on_screen(app).splitlines()                 # drawn: its frame's corners
+        assert "╭" in screen[opened.region.y] and "╰" in screen[opened.region.bottom - 1], screen
+        await pilot.press("escape")
