@@ -10,6 +10,8 @@ couplescope.core.synthetic; no worker process, no catalogue (no torch import).""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from textual import events
 from textual.widgets import Input
@@ -200,3 +202,49 @@ async def test_an_open_list_is_framed_on_a_background_of_its_own():
         screen = on_screen(app).splitlines()                 # drawn: its frame's corners
         assert "╭" in screen[opened.region.y] and "╰" in screen[opened.region.bottom - 1], screen
         await pilot.press("escape")
+
+
+# -- 7. History's command whole; a top line of two lines takes no row from the plot -------------------
+
+async def test_a_top_line_of_two_lines_takes_no_row_from_the_plot():
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        plot, status = app.main.query_one("#plot"), app.main.query_one("#status")
+        rows = plot.region.height
+        long = "#1 simplenet-bridge-python-host exported to 20261127-034309-simplenet-train (where, and its command: h)"
+        app.set_status(long)
+        await until(pilot, lambda: status.region.height == 2, "the top line in two lines")
+        await pilot.pause()
+        assert plot.region.height == rows, (plot.region, rows)
+        shown = on_screen(app).splitlines()
+        assert "Watch w" in shown[2] and long.split()[-1] in shown[1], shown[:4]   # the tabs under it
+        app.set_status("short")
+        await until(pilot, lambda: status.region.height == 1, "one line again")
+        await until(pilot, lambda: "━" in on_screen(app).splitlines()[2], "the underline back")
+        assert plot.region.height == rows
+
+
+@pytest.mark.parametrize("path", ["/tmp/runs/20261127-034309-simplenet",
+                                  "/home/someone/projects/climate-model/couplescope-runs/20261127-034309-simplenet",
+                                  "/home/someone/my runs/couplescope-runs/20261127-034309-simplenet-train"])
+async def test_history_writes_the_tensorboard_command_whole(path):
+    """Too long for a line, the command is still one command when copied: lines ending in
+    a line continuation (the terminal's wrapping split it at its space into two)."""
+    from couplescope.frontends.tui.views.history import tensorboard_command
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.runs[1].export_path = path
+        await pilot.press("h")
+        app.main.query_one("HistoryView").show_export_note(app.runs[1])
+        await pilot.pause()
+        shown = [line.strip() for line in on_screen(app).splitlines()]
+        at = next(i for i, line in enumerate(shown) if line.startswith("couplescope --tensorboard"))
+        lines = shown[at:-1]                                 # to the footer
+        assert lines == [tensorboard_command(path)] or all(line.endswith("\\") for line in lines[:-1]), lines
+        assert all(len(line) <= 78 for line in lines), lines
+        copied = subprocess.run(["sh", "-c", "\n".join(lines).replace("couplescope", "printf '%s\\n'", 1)],
+                                capture_output=True, text=True, check=True).stdout
+        assert copied.splitlines() == ["--tensorboard", path], (copied, lines)   # one command, whole

@@ -32,6 +32,7 @@ from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui import quit_screen
 from couplescope.frontends.tui.quit_screen import QuitScreen
+from couplescope.frontends.tui.status_line import StatusLine
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.top_line import TopLine
 from couplescope.frontends.tui.views import view_classes
@@ -142,7 +143,7 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(HINTS[False], id="status")
+        yield StatusLine(HINTS[False], id="status")
         self._views = [view() for view in self.view_types]
         with TabbedContent(initial=self.view_types[0].tab_id(), id="tabs"):
             yield from self._views

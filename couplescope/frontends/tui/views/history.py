@@ -21,6 +21,22 @@ def tensorboard_command(path: str) -> str:
     return f"couplescope --tensorboard {shlex.quote(path)}"
 
 
+def tensorboard_lines(path: str, width: int) -> str:
+    """The command whole in `width` columns: one line where it fits, else lines that end
+    in a line continuation (`\\`), so that the lines copied are still one command (wrapped
+    at its space by the terminal, they were two): the path on lines of its own, cut
+    anywhere, since the shell removes a backslash-newline even inside a word. A path that
+    needs quotes (a space in it) is written whole on its line: inside quotes a
+    backslash-newline is not removed."""
+    command = tensorboard_command(path)
+    if len(command) <= width:
+        return command
+    quoted = shlex.quote(path)
+    step = max(1, width - 1)
+    pieces = [quoted] if quoted != path else [path[i:i + step] for i in range(0, len(path), step)]
+    return "couplescope --tensorboard \\\n" + "\\\n".join(pieces)
+
+
 class HistoryView(AppView):
     """One row a run; the highlighted run is the one `e` exports (app.picked) and the line
     under the table says where it went. The rows' fastest median follows the runs going."""
@@ -82,9 +98,15 @@ fastest median, whether it was exported. Export writes results.json, events.json
         if record is None or not record.export_path:
             text = HINT
         else:
+            note = self.query_one("#export-note", Static)
+            width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
             text = (f"{record.name} was exported to\n{record.export_path}\nopen its traces:\n"
-                    f"{tensorboard_command(record.export_path)}")
+                    f"{tensorboard_lines(record.export_path, width)}")
         self.query_one("#export-note", Static).update(Text(text))
+
+    def on_resize(self) -> None:
+        """The command laid out again for the new width."""
+        self.show_export_note(self.app.picked())
 
     def action_toggle_mark(self) -> None:
         record = self.highlighted()
