@@ -20,6 +20,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
+from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -248,3 +249,95 @@ async def test_history_writes_the_tensorboard_command_whole(path):
         copied = subprocess.run(["sh", "-c", "\n".join(lines).replace("couplescope", "printf '%s\\n'", 1)],
                                 capture_output=True, text=True, check=True).stdout
         assert copied.splitlines() == ["--tensorboard", path], (copied, lines)   # one command, whole
+
+
+# -- 14. the smaller words -----------------------------------------------------------------------------
+
+async def test_counts_are_grouped_in_the_statistics_and_the_compare_table():
+    """`n=71783 timed` stood beside `71 784/200 004 calls`."""
+    from couplescope.core import replay, synthetic
+    from couplescope.protocol.spec import RunSpec
+
+    spec = RunSpec(model="simplenet", warmup=1, iterations=1_200, profile_iterations=0)
+    app = CoupleScopeApp(load_catalogue=False,
+                         recording=replay.Recording(list(synthetic.events_for(spec, seconds=1e-5)), "simplenet"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        stats = " ".join(text(app, "#stats").split())
+        assert "n=1 200 timed" in stats and "1 201/1 201 calls" in stats, stats
+        await pilot.press("c")
+        await until(pilot, lambda: "1 200" in on_screen(app), "the compare table's n grouped")
+
+
+async def test_a_sweep_plot_says_which_variants_it_does_not_draw():
+    app = replay_app("two-backends")                   # #1: one size
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = replay_app("sweep").recording   # #2: a sweep of sizes 8, 16, 32
+        await run_replay(pilot)
+        await pilot.press("c")
+        legend = app.screen.query_one("#compare-legend")
+        await until(pilot, lambda: "#2 deep-linear" in str(legend.render()), "the sweep drawn")
+        words = " ".join(str(legend.render()).split())
+        assert "not drawn, one size only" in words and "#1 simplenet-torchscript" in words, words
+        assert "#1 simplenet-bridge-eager" in words, words
+
+
+async def test_a_compare_of_one_measured_variant_shows_no_ratio(second_variant_held):
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        table = app.screen.query_one("#compare-table")
+        await until(pilot, lambda: table.row_count == 2, "both variants' rows")
+        labels = [str(c.label).strip() for c in table.columns.values()]
+        assert "vs fastest" not in labels and "1.00x" not in on_screen(app), labels
+
+
+async def test_an_empty_history_does_not_offer_space_and_says_why_when_pressed():
+    app = CoupleScopeApp(load_catalogue=False, recording=replay_app("two-backends").recording)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await until(pilot, lambda: "r" in footer_keys(app), "the footer")
+        assert "space" not in footer_keys(app), list(footer_keys(app))
+        await pilot.press("space")
+        await until(pilot, lambda: "no run to mark yet" in text(app, "#status"), "space says why")
+        await run_replay(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: "space" in footer_keys(app), "space offered with a run to mark")
+
+
+async def test_an_export_from_history_does_not_point_to_history(monkeypatch, tmp_path):
+    """(The run directory is not written: what the top line says is the question here.)"""
+    from couplescope.frontends.tui.runs import RunRecord
+
+    monkeypatch.setattr(RunRecord, "export", lambda self, parent: str(tmp_path / "20261127-034309-simplenet"))
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h", "e")
+        await until(pilot, lambda: "exported to" in text(app, "#status"), "the export's end")
+        assert text(app, "#status").strip() == "#1 simplenet exported to 20261127-034309-simplenet"
+        app.runs[1].export_path = None
+        await pilot.press("w", "e")                    # from another view it says where to look
+        await until(pilot, lambda: text(app, "#status").endswith("(where, and its command: h)"), text(app, "#status"))
+
+
+async def test_the_quit_question_offers_its_own_keys_only():
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)                        # not exported: q asks
+        await pilot.press("q")
+        await until(pilot, lambda: type(app.screen).__name__ == "QuitScreen", "the question")
+        await until(pilot, lambda: set(footer_keys(app)) == {"q", "esc"}, list(footer_keys(app)))
+        await pilot.press("c", "h")                    # compare opened over it; h closed it unanswered
+        await until(pilot, lambda: any("the question first" in str(n.message) for n in app._notifications),
+                    "other keys say the question comes first")
+        assert type(app.screen).__name__ == "QuitScreen"
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is app.main, "back")
+        assert "r" in footer_keys(app)

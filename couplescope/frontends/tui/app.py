@@ -239,7 +239,11 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
             self.push_screen("help")
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """r where it runs, s where it stops; the other one's why_not says why not."""
+        """r where it runs, s where it stops; the other one's why_not says why not. While
+        the quit question is asked, its answers only (and ctrl+c): `c` opened compare over
+        it, a view key closed it unanswered, and its footer offered r, e and c."""
+        if isinstance(self.screen, QuitScreen):
+            return action in ("quit", "interrupt")
         going = self.active is not None
         if action in ("run", "stop"):
             return going == (action == "stop")

@@ -112,6 +112,7 @@ class CompareScreen(Screen):
         self.compared_task = task if task in present else latest
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
+        self.measured = 0                             # the variants compared that made calls
         self._select_task()
 
     @property
@@ -177,8 +178,10 @@ class CompareScreen(Screen):
                 *task_columns(self.compared_task), *(["compile"] if self.compiled else []), "n"]
 
     def ranks(self) -> bool:
-        """Whether the table has two variants or more to compare (their ratio column)."""
-        return len(self.all_names) > 1
+        """Whether the table has two measured variants or more to compare (their ratio
+        column): one measured beside others that made no call read `1.00x`, a ratio to
+        itself."""
+        return self.measured > 1
 
     def task_cells(self, r: dict) -> list[str]:
         if self.compared_task == "train":
@@ -193,8 +196,9 @@ class CompareScreen(Screen):
         columns would not fit otherwise."""
         table = self.query_one("#compare-table", DataTable)
         cursor = table.cursor_row
-        columns = self.columns()
         rows = {r["name"]: r for r in self.builder.comparison()}
+        self.measured = len(rows)
+        columns = self.columns()
         box = {name: i for i, name in enumerate(rows, 1)}
         shown = [self.display_name(name) for name in self.all_names]
         width = self.table_width(table, len(shown) + 1)
@@ -255,7 +259,7 @@ class CompareScreen(Screen):
             lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
                           fmt.seconds(r["iqr"]), *([ratio_cell(r)] if self.ranks() else []),
                           *self.task_cells(r), *compiled,
-                          str(r["n"])))
+                          fmt.thousands(r["n"])))
         if not self.all_names:
             lines.append(("", f"no timed {UNIT_WORDS[self.compared_task]}s in these runs yet",
                           *[""] * (len(columns) - 2)))
@@ -353,6 +357,9 @@ class CompareScreen(Screen):
             all_sizes += sizes
             medians += [b[1] for b in bands]
             highs += [b[2] for b in bands]
+        alone = [self.display_name(n) for n in series if n not in variants]   # at one size: no line
+        if alone:   # said, not silently left out (a run of one size beside another's sweep)
+            legend.append((f"not drawn, one size only (v: boxes): {', '.join(alone)}", "white"))
         for sizes, line, color in lines:
             plt.plot(sizes, line, color=color, marker="hd")
         if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:

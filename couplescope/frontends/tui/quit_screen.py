@@ -10,11 +10,14 @@ program.
 from __future__ import annotations
 
 from rich.markup import escape
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from couplescope.frontends.tui.footer import SteadyFooter
 
 
 class QuitScreen(ModalScreen):
@@ -32,6 +35,14 @@ class QuitScreen(ModalScreen):
         with Vertical(id="quit-box") as box:
             box.border_title = "quit?"
             yield Static(f"{self.question}\n\n[b]q[/] or [b]y[/] quits · [b]escape[/] or [b]n[/] goes back")
+        # its own keys (the app's are off while it asks: CoupleScopeApp.check_action), over
+        # the views' footer, which offered r, e and c
+        yield SteadyFooter(show_command_palette=False)
+
+    def on_key(self, event: events.Key) -> None:
+        """Another key: the question first (the app's keys are off while it asks)."""
+        if event.is_printable:
+            self.notify("the question first: q or y quits, escape or n goes back", severity="warning")
 
     def action_answer(self, quit_: bool) -> None:
         self.dismiss(quit_)

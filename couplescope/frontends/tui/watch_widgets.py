@@ -430,7 +430,7 @@ class StatsPanel(Static):
         self.update(
             f"{head}{sep}{counts}\n"
             f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
-            f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={s['n']} timed"
+            f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={fmt.thousands(s['n'])} timed"
             + ("  [yellow]noisy[/]" if s["noisy"] else "")
             + ("\n" + training_text(variant) if variant.training or (spec or {}).get("task") == "train" else ""))
 

@@ -53,7 +53,9 @@ its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), 
 fastest median, whether it was exported. Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""
     BINDINGS = [Binding("space", "toggle_mark", "mark",
-                        tooltip="mark or unmark the highlighted run for comparing.")]
+                        tooltip="mark or unmark the highlighted run for comparing."),
+                Binding("space", "no_run_to_mark", show=False,
+                        tooltip="with no run yet: says so (the footer does not offer space then).")]
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -65,6 +67,16 @@ fastest median, whether it was exported. Export writes results.json, events.json
 
     def run_started(self, record) -> None:
         self.query_one(RunsTable).add_run(record)
+        self.refresh_bindings()           # a run to mark: the footer offers space
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """space marks where there is a run; with none it says so, offered nowhere."""
+        if action in ("toggle_mark", "no_run_to_mark"):
+            return bool(self.app.runs) == (action == "toggle_mark")
+        return True
+
+    def action_no_run_to_mark(self) -> None:   # as c, e and s do, say why nothing happened
+        self.app.say_why_not("no run to mark yet: run something first (r)")
 
     def follow(self, record, events: list[dict]) -> None:
         self._dirty.add(record)
@@ -110,8 +122,8 @@ fastest median, whether it was exported. Export writes results.json, events.json
 
     def action_toggle_mark(self) -> None:
         record = self.highlighted()
-        if record is None:   # as c, e and s do, say why nothing happened
-            self.app.say_why_not("no run to mark yet: run something first (r)")
+        if record is None:
+            self.action_no_run_to_mark()
             return
         record.selected = not record.selected
         self.run_changed(record)
