@@ -279,8 +279,10 @@ async def test_a_sweep_plot_says_which_variants_it_does_not_draw():
         legend = app.screen.query_one("#compare-legend")
         await until(pilot, lambda: "#2 deep-linear" in str(legend.render()), "the sweep drawn")
         words = " ".join(str(legend.render()).split())
-        assert "not drawn, one size only" in words and "#1 simplenet-torchscript" in words, words
-        assert "#1 simplenet-bridge-eager" in words, words
+        assert "not drawn: 1, 2 (one size only" in words, words    # #1's two variants, by box number
+        table = app.screen.query_one("#compare-table")
+        assert [str(table.get_row_at(i)[1]).strip() for i in (0, 1)] == ["#1 simplenet-torchscript",
+                                                                         "#1 simplenet-bridge-eager"]
 
 
 async def test_a_compare_of_one_measured_variant_shows_no_ratio(second_variant_held):

@@ -357,9 +357,11 @@ class CompareScreen(Screen):
             all_sizes += sizes
             medians += [b[1] for b in bands]
             highs += [b[2] for b in bands]
-        alone = [self.display_name(n) for n in series if n not in variants]   # at one size: no line
-        if alone:   # said, not silently left out (a run of one size beside another's sweep)
-            legend.append((f"not drawn, one size only (v: boxes): {', '.join(alone)}", "white"))
+        # a variant at one size has no line: said, by its box number (a run of one size beside
+        # another's sweep was left out without a word; its names took two of the plot's rows)
+        alone = [str(box) for box, n in enumerate(series, 1) if n not in variants]
+        if alone:
+            legend.append((f"not drawn: {', '.join(alone)} (one size only; v draws every box)", "white"))
         for sizes, line, color in lines:
             plt.plot(sizes, line, color=color, marker="hd")
         if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:
