@@ -30,8 +30,7 @@ from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
-from couplescope.frontends.tui import quit_screen
-from couplescope.frontends.tui.quit_screen import QuitScreen
+from couplescope.frontends.tui.quit_screen import QuitKey
 from couplescope.frontends.tui.status_line import StatusLine
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.top_line import TopLine
@@ -50,7 +49,7 @@ REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
 
-class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
+class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
@@ -240,9 +239,8 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         """r where it runs, s where it stops; the other one's why_not says why not. While
-        the quit question is asked, its answers only (and ctrl+c): `c` opened compare over
-        it, a view key closed it unanswered, and its footer offered r, e and c."""
-        if isinstance(self.screen, QuitScreen):
+        the quit question is asked, its answers only, and ctrl+c (QuitKey.asking)."""
+        if self.asking():
             return action in ("quit", "interrupt")
         going = self.active is not None
         if action in ("run", "stop"):
@@ -340,38 +338,6 @@ class CoupleScopeApp(ExportKey, SignalEndings, TopLine, App):
             task = self.screen.compared_task
             self.pop_screen()
         self.push_screen(CompareScreen(records, self.left_out, task))
-
-    # -- quitting ---------------------------------------------------------------------
-    async def action_quit(self) -> None:
-        """q: quits at once with nothing to lose; with a run going, or runs that measured
-        something not exported, asks first (QuitScreen: a second q quits), since quitting
-        ends the run, and the runs not exported live in a temporary folder."""
-        unsaved = [r.name for r in self.runs.values()
-                   if r is not self.active and not r.export_path and r.measured()]
-        if isinstance(self.screen, QuitScreen):
-            self.screen.dismiss(True)
-        elif self.active is not None:
-            self.push_screen(QuitScreen(quit_screen.going(self.active.name, unsaved)), self._quit_if)
-        elif unsaved:
-            self.push_screen(QuitScreen(quit_screen.not_exported(unsaved)), self._quit_if)
-        else:
-            await self.action_quit_now()
-
-    async def _quit_if(self, answer: bool | None) -> None:
-        if answer:
-            await self.action_quit_now()
-
-    async def action_quit_now(self) -> None:
-        """Quit, losing what q asked about. A run going is stopped first, on a thread, the top
-        line saying so (the screen froze, then went blank, while its worker was ended), and
-        its end closes the app (on_run_ended)."""
-        if self.active is not None and not self.active.done.is_set():
-            self._quitting = True
-            self.active.stopping = True
-            self.set_status(f"quitting: stopping the worker of {self.active.name} ...")
-            self.stop_session(self.active)
-            return
-        self.exit()
 
     def stop_everything(self) -> None:
         """End any worker process (its whole group); used by q and on exit."""

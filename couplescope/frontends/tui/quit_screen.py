@@ -1,4 +1,5 @@
-"""The question `q` asks when quitting loses something: a run going, or runs not exported.
+"""`q`, and the question it asks when quitting loses something: a run going, or runs not
+exported.
 
 A user who thought they were typing into a field pressed `q` and lost the run going; one
 who had not exported lost every run of the session without a word (the app's runs live in
@@ -18,6 +19,48 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from couplescope.frontends.tui.footer import SteadyFooter
+
+
+class QuitKey:
+    """`q` and what answers it: a part of the app (CoupleScopeApp inherits it), as
+    export_key.py is; it reads the app's runs and stops the run going."""
+
+    async def action_quit(self) -> None:
+        """q: quits at once with nothing to lose; with a run going, or runs that measured
+        something not exported, asks first (QuitScreen: a second q quits), since quitting
+        ends the run, and the runs not exported live in a temporary folder."""
+        unsaved = [r.name for r in self.runs.values()
+                   if r is not self.active and not r.export_path and r.measured()]
+        if isinstance(self.screen, QuitScreen):
+            self.screen.dismiss(True)
+        elif self.active is not None:
+            self.push_screen(QuitScreen(going(self.active.name, unsaved)), self._quit_if)
+        elif unsaved:
+            self.push_screen(QuitScreen(not_exported(unsaved)), self._quit_if)
+        else:
+            await self.action_quit_now()
+
+    async def _quit_if(self, answer: bool | None) -> None:
+        if answer:
+            await self.action_quit_now()
+
+    async def action_quit_now(self) -> None:
+        """Quit, losing what q asked about. A run going is stopped first, on a thread, the top
+        line saying so (the screen froze, then went blank, while its worker was ended), and
+        its end closes the app (on_run_ended)."""
+        if self.active is not None and not self.active.done.is_set():
+            self._quitting = True
+            self.active.stopping = True
+            self.set_status(f"quitting: stopping the worker of {self.active.name} ...")
+            self.stop_session(self.active)
+            return
+        self.exit()
+
+    def asking(self) -> bool:
+        """Whether the quit question is on the screen: then only its answers (and ctrl+c)
+        act, so its footer lists them only (`c` opened compare over it, a view key closed
+        it unanswered, and the footer offered r, e and c)."""
+        return isinstance(self.screen, QuitScreen)
 
 
 class QuitScreen(ModalScreen):
