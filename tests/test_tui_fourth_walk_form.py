@@ -214,6 +214,10 @@ async def test_a_top_line_of_two_lines_takes_no_row_from_the_plot():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         plot, status = app.main.query_one("#plot"), app.main.query_one("#status")
+        legend = app.main.query_one("#plot-legend")
+        await until(pilot, lambda: "timed" in str(legend.render()), "the plot's key drawn")
+        await until(pilot, lambda: legend.region.height == len(str(legend.render()).splitlines()),
+                    "the key laid out (its lines are the plot's rows)")
         rows = plot.region.height
         long = "#1 simplenet-bridge-python-host exported to 20261127-034309-simplenet-train (where, and its command: h)"
         app.set_status(long)
