@@ -31,9 +31,8 @@ from couplescope.frontends.tui.help import HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
-from couplescope.frontends.tui.status_line import StatusLine
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.top_line import TopLine
+from couplescope.frontends.tui.top_line import StatusLine, TopLine
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch

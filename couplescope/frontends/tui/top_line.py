@@ -7,11 +7,27 @@ kinds of words share the line: what the app did (a run started, stopped, exporte
 at once, and lasting), a key's refusal (`say_why_not`: at once, and gone with the next
 key or its toast), and what the run going says as it goes (`progress`: a variant
 loading, measuring, its round), which never covers the other two.
+
+The line itself (StatusLine) is one line, two when its words need them (a long run name,
+an export's directory): never cut. Its second line takes the row of the tab bar's
+underline (the active tab's label still stands out), not a row of the view under it: at
+80x24 the Watch view's plot lost a row whenever the top line wrapped.
 """
 
 from __future__ import annotations
 
 from textual.widgets import Static
+
+
+#: the main screen's class while the top line takes two lines (app.tcss hides the underline)
+TWO_LINES = "-status-two-lines"
+
+
+class StatusLine(Static):
+    """The top line; the screen it is on knows when it takes two lines (TWO_LINES)."""
+
+    def on_resize(self) -> None:
+        self.screen.set_class(self.size.height > 1, TWO_LINES)
 
 
 class TopLine:
