@@ -163,7 +163,7 @@ async def test_the_table_numbers_every_call_as_the_plot_and_the_status_line_coun
 async def test_six_digit_call_numbers_keep_a_gap_after_the_border():
     """(A run of 200 000 calls costs seconds: its last rows are written as a run's are.)"""
     from couplescope.frontends.tui.views.watch import WatchView
-    from couplescope.frontends.tui.watch_widgets import IterationsTable
+    from couplescope.frontends.tui.iterations_table import IterationsTable
 
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -179,7 +179,7 @@ async def test_six_digit_call_numbers_keep_a_gap_after_the_border():
         assert table.region.right <= 80 and "PASSED" in last
         # no count is the largest (--iterations has no bound): the column and its box grow
         from couplescope.frontends.tui.views.watch import TABLE_BOX_WIDTH
-        from couplescope.frontends.tui.watch_widgets import number_digits, table_width
+        from couplescope.frontends.tui.iterations_table import number_digits, table_width
 
         app.main.query_one(WatchView)._table_for(False, 12_345_678)
         box = app.main.query_one("#iterations-box")

@@ -18,7 +18,7 @@ import signal
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Static, TabbedContent, Tabs
+from textual.widgets import TabbedContent, Tabs
 
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import messages as m

@@ -1,4 +1,4 @@
-"""The watch view's widgets: time plot, iterations table, running statistics, telemetry.
+"""The watch view's widgets: time plot, running statistics, telemetry (the iterations table: iterations_table.py).
 
 Each widget is fed batches of events by the app and redraws itself at most a few times
 a second; none of them touches the engine. Statistics come from couplescope.results.stats via
@@ -7,13 +7,12 @@ the run's ResultsBuilder; numbers are written with couplescope.frontends.formatt
 
 from __future__ import annotations
 
-import collections
 import time
 
 from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.notes import training_verdict
@@ -261,88 +260,6 @@ class PlotLegend(Static):
         except Exception as exc:  # plotext edge cases must never take the app down
             return Text(f"plot unavailable: {type(exc).__name__}: {exc}")
 
-
-#: a row of the iterations table: the call's number (CallNumbers), its kind, time, error
-#: (a training step's loss) and check. A space before the number, however many digits it
-#: has: `│158348 timed` ran into the border.
-ROW_FORMAT = " {:>{digits}} {:<5} {:>9} {:>11} {}"
-#: the number's digits, at least (the table is as wide as its box holds with these)
-DIGITS = 6
-MAX_ROWS_PER_DRAW = 200
-
-
-def number_digits(calls: int | None) -> int:
-    """The digits the number column needs for a variant of `calls` calls (None: unknown)."""
-    return max(DIGITS, len(str(calls or 0)))
-
-
-def table_header(training: bool = False, digits: int = DIGITS) -> str:
-    """The header over the rows; over a training run's steps, the loss where a call has its
-    check's error."""
-    return ROW_FORMAT.format("#", "kind", "time", "loss" if training else "max rel err", "check", digits=digits)
-
-
-def table_width(digits: int) -> int:
-    """The columns a row takes (its check is PASSED or FAILED), its scroll bar's included."""
-    return len(ROW_FORMAT.format("", "", "", "", "PASSED", digits=digits)) + 1
-
-
-TABLE_HEADER = table_header()
-TRAINING_HEADER = table_header(training=True)
-
-
-class IterationsTable(RichLog):
-    """The latest iterations (up to MAX_TABLE_ROWS) with PASSED/FAILED and the maximum relative error.
-
-    A log of fixed-width rows under a header line, not a DataTable: rows are rendered
-    once, when written, and scrolling is cheap, where a DataTable re-renders every cell
-    of its visible rows whenever one is added (measured: the largest CPU cost of the app
-    while a run goes, CPU the worker's cores need). Rows are written on the app's tick,
-    at most MAX_ROWS_PER_DRAW at a time: during a flood of fast iterations it shows the
-    latest of them (their numbers tell), while every iteration is in the statistics.
-    """
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=MAX_TABLE_ROWS, min_width=40, wrap=False, auto_scroll=True, **kwargs)
-        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)  # (number, call)
-        self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
-        self._numbers = CallNumbers()   # as the plot numbers its points
-        self.digits = DIGITS            # the number column's (number_digits)
-
-    def on_mount(self) -> None:
-        self.anchor()   # its latest row in view when its height changes too (DiagnosticsLog)
-
-    def add_variant(self, name: str) -> None:
-        """A new variant starts: the table follows it, like the plot and the statistics."""
-        self.clear_rows()
-
-    def add_iterations(self, evs: list[dict]) -> None:
-        numbered = [(self._numbers.number(ev)[0], ev) for ev in evs]   # every call counts
-        self._pending.extend(numbered[-MAX_ROWS_PER_DRAW:])
-
-    def flush(self) -> None:
-        """Write what arrived since the last tick, as one block."""
-        if not self._pending:
-            return
-        text = Text()
-        for number, ev in self._pending:
-            check = "PASSED" if ev["passed"] else "FAILED"
-            self.checks.append(check)
-            if len(text):
-                text.append("\n")
-            # a training step shows its loss where a call shows its check's error
-            value = fmt.sci(ev["loss"]) if ev.get("loss") is not None else fmt.sci(ev["max_rel_error"])
-            text.append(ROW_FORMAT.format(number, KIND_SHORT.get(ev["kind"], ev["kind"]),
-                                          fmt.seconds(ev["seconds"]), value, "", digits=self.digits))
-            text.append(check, style="bold green" if ev["passed"] else "bold red")
-        self._pending.clear()
-        self.write(text)
-
-    def clear_rows(self) -> None:
-        self.clear()
-        self._pending.clear()
-        self.checks.clear()
-        self._numbers = CallNumbers()
 
 
 def calls_done(variant) -> dict[str, int]:

@@ -8,8 +8,9 @@ from textual.widgets import ProgressBar, Static
 
 from couplescope.frontends.tui.telemetry_panel import WORDS, TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
-from couplescope.frontends.tui.watch_widgets import (TABLE_HEADER, IterationsTable, PlotLegend, StatsPanel, TimePlot,
-                                                     calls_done, number_digits, table_header, table_width)
+from couplescope.frontends.tui.iterations_table import (TABLE_HEADER, IterationsTable, number_digits, table_header,
+                                                        table_width)
+from couplescope.frontends.tui.watch_widgets import PlotLegend, StatsPanel, TimePlot, calls_done
 
 #: the iterations table's box, as app.tcss makes it: wider only for rows that need more
 TABLE_BOX_WIDTH = 44
