@@ -317,11 +317,13 @@ async def test_an_empty_history_does_not_offer_space_and_says_why_when_pressed()
         await pilot.press("h")
         await until(pilot, lambda: "r" in footer_keys(app), "the footer")
         assert "space" not in footer_keys(app), list(footer_keys(app))
+        assert text(app, "#export-note").startswith("no run yet: r runs"), text(app, "#export-note")
         await pilot.press("space")
         await until(pilot, lambda: "no run to mark yet" in text(app, "#status"), "space says why")
         await run_replay(pilot)
         await pilot.press("h")
         await until(pilot, lambda: "space" in footer_keys(app), "space offered with a run to mark")
+        assert text(app, "#export-note").startswith("space marks runs"), text(app, "#export-note")
 
 
 async def test_an_export_from_history_does_not_point_to_history(monkeypatch, tmp_path):

@@ -14,6 +14,8 @@ from couplescope.frontends.tui.runs_table import RunsTable
 from couplescope.frontends.tui.views.base import AppView
 
 HINT = "space marks runs for c (compare); e exports the highlighted run"
+#: under an empty table, where HINT offered keys that had nothing to act on
+NO_RUN_HINT = "no run yet: r runs what Pick (p) shows; each run of this session gets a row here"
 
 
 def tensorboard_command(path: str) -> str:
@@ -60,7 +62,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
     def compose(self) -> ComposeResult:
         with Vertical():
             yield RunsTable(id="runs")
-            yield Static(HINT, id="export-note")
+            yield Static(HINT if self.app.runs else NO_RUN_HINT, id="export-note")
 
     def on_mount(self) -> None:   # (AppView's on_mount runs too, by Textual)
         self._dirty: set = set()   # runs whose row is out of date
@@ -68,6 +70,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
     def run_started(self, record) -> None:
         self.query_one(RunsTable).add_run(record)
         self.refresh_bindings()           # a run to mark: the footer offers space
+        self.show_export_note(self.app.picked())   # and the hint under the table says so
 
     def check_action(self, action: str, parameters) -> bool | None:
         """space marks where there is a run; with none it says so, offered nowhere."""
@@ -108,7 +111,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
         """Under the table: where the highlighted run was exported, the path and the command
         on lines of their own (inside a sentence a path was broken mid-token)."""
         if record is None or not record.export_path:
-            text = HINT
+            text = HINT if self.app.runs else NO_RUN_HINT
         else:
             note = self.query_one("#export-note", Static)
             width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
