@@ -65,6 +65,19 @@ def combined(records, left_out=frozenset()) -> ResultsBuilder:
     return builder
 
 
+def tasks(records, variants: dict) -> dict[str, str]:
+    """Each "#run variant"'s task: its worker's spec's, else the one its run asked for (a
+    variant a stop left unstarted has no worker's spec: a stopped training run's was put
+    under inference)."""
+    by_tag = {f"#{r.id}": r for r in records}
+    found = {}
+    for name, v in variants.items():
+        tag, _, variant = name.partition(" ")
+        record = by_tag.get(tag)
+        found[name] = task_of(v) if v.spec or record is None else (record.spec_of(variant).get("task") or "infer")
+    return found
+
+
 def tagged_plan(plan: dict, tag: str) -> dict:
     """A run's `rounds_planned` with its variants named as the compare builder names them
     ("#1 direct"): untagged, its --baseline named no variant of the builder (the fastest
@@ -106,7 +119,7 @@ class CompareScreen(Screen):
         #: the variants left out ("#run variant"): the app's set, kept between compare screens
         self.left_out = left_out if left_out is not None else set()
         every = combined(self.records).variants
-        self.tasks = {name: task_of(v) for name, v in every.items()}
+        self.tasks = tasks(self.records, every)
         present = [t for t in TASKS if t in self.tasks.values()]
         latest = next((self.tasks[n] for n in reversed(every)), "infer")   # the latest run's
         self.compared_task = task if task in present else latest
