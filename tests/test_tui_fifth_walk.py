@@ -1,10 +1,12 @@
 """The app as a fifth walk-through (and the fourth's left-overs) found it, mended: each test
 failed on main before its mend (replayed recordings of real runs, driven by Pilot)."""
 
+import re
+
 import pytest
 
 from test_tui_fourth_walk_form import footer_keys
-from test_tui_replay import replay_app, until
+from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 
@@ -28,3 +30,29 @@ async def test_a_stopped_training_runs_unstarted_variants_are_compared_as_traini
         assert "tab" not in footer_keys(app), list(footer_keys(app))   # no inference table to go to
         assert table.row_count == 2, on_screen(app)   # the unstarted direct among the training rows
         assert "no steps" in on_screen(app) and "no calls" not in on_screen(app), on_screen(app)
+
+
+def test_lines_are_made_between_words_and_never_inside_a_grouped_number():
+    from couplescope.frontends.tui.whole_numbers import wrapped
+
+    text = "[b]direct[/] set iterations to 10 000 (Pick, p) of 1 234 567\nnext line 12 345"
+    for width in range(12, 60):
+        lines = wrapped(text, width).plain.split("\n")
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert [w for line in lines for w in line.split(" ")] == text.replace("[b]", "").replace("[/]", "").split(), width
+        assert not any(re.search(r"\d$", a) and re.match(r"\d{3}\b", b) for a, b in zip(lines, lines[1:])), lines
+
+
+async def test_the_training_verdict_keeps_10_000_on_one_line_at_80_columns():
+    """`set iterations to 10` at a line's end and `000 (Pick, p)` on the next (seen at 80x24)."""
+    from textual.geometry import Region
+
+    app = replay_app("preset-train")   # 40 steps of SimpleNet's ~10 000: not judged
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        panel = app.main.query_one("#stats")
+        await until(pilot, lambda: "not judged" in str(panel.content), "the verdict")
+        await pilot.pause()
+        lines = [strip.text.strip() for strip in panel.render_lines(Region(0, 0, *panel.size))]
+        assert any("10 000" in line for line in lines), lines
+        assert not any(re.search(r"\d$", a) and re.match(r"\d{3}\b", b) for a, b in zip(lines, lines[1:])), lines

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.notes import training_verdict
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
+from couplescope.frontends.tui.whole_numbers import wrapped
 from couplescope.results import stats
 
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
@@ -344,12 +345,13 @@ class StatsPanel(Static):
         counts = call_counts(variant, spec)
         width = self.content_size.width or 80
         sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
-        self.update(
+        self.update(wrapped(   # (lines made here: Textual broke `10 000` at its space)
             f"{head}{sep}{counts}\n"
             f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
             f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={fmt.thousands(s['n'])} timed"
             + ("  [yellow]noisy[/]" if s["noisy"] else "")
-            + ("\n" + training_text(variant) if variant.training or (spec or {}).get("task") == "train" else ""))
+            + ("\n" + training_text(variant) if variant.training or (spec or {}).get("task") == "train" else ""),
+            width))
 
 
 def training_text(variant) -> str:
