@@ -125,6 +125,8 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("r")
         await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
+        app.redraw_views()   # Watch names direct's round now, not after `s` (it raced the spy)
+        await pilot.pause()
         record, shown = app.runs[1], top_lines(app)
         await pilot.press("s")
         await until(pilot, lambda: any(ev["event"] == "model_loaded" and ev["variant"] == "direct"

@@ -307,11 +307,19 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         if self.active is None:
             self.say_why_not("no run is going: s stops a run while it goes")
             return
-        self.active.stopping = True
-        self.set_status(f"stopping {self.active.name} ...")
+        self.begin_stop("s", f"stopping {self.active.name} ...")
+
+    def begin_stop(self, how: str, words: str) -> None:
+        """Stop the run going (`how`: s, q, ctrl+c, a signal), the top line saying `words`
+        till it is done and the variant shown saying "stopping": the one state for every
+        way to stop (after ctrl+c and q's yes, the events its workers sent before they
+        ended took the top line back to "building and loading the model")."""
+        record = self.active
+        record.stopping = record.stopping or how
+        self.set_status(words)
         for view in self.views:   # the variant shown says "stopping", not "running"
-            view.run_changed(self.active)
-        self.stop_session(self.active)
+            view.run_changed(record)
+        self.stop_session(record)
 
     @work(thread=True, exit_on_error=False, group="stop")
     def stop_session(self, record: RunRecord) -> None:
@@ -392,11 +400,13 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         if msg.error:
             self.note(f"run {record.name} broke: {msg.error}", "error")
             self.notify(msg.error, title=f"run {record.name} broke", severity="error", timeout=10)
-        self.set_status(record.ending_words())
         if self._ending is not None:
-            self._save_and_exit()
+            self.save_then_close()
         elif self._quitting and self.active is None:
+            self.set_status("quitting ...")   # not words offering e and r, as it closes
             self.exit()
+        else:
+            self.set_status(record.ending_words())
 
     @m.while_shown
     def on_worker_state_changed(self, event) -> None:

@@ -34,8 +34,8 @@ class SignalEndings:
         self._ending = signum
         self.exit_code = exit_code(signal=signum)
         if self.active is not None:
-            self.set_status(f"stopping {self.active.name} ({signal_name(signum)}) ...")
-            self.stop_session(self.active)   # its RunEnded finishes the job
+            how = signal_name(signum)   # its RunEnded finishes the job
+            self.begin_stop(how, f"stopping {self.active.name} ({how}) ...")
         else:
             self._save_and_exit()
 
@@ -53,7 +53,14 @@ class SignalEndings:
             self.exit()
             return
         self._ending = signal.SIGINT
-        self.set_status(f"saving {len(unsaved)} run(s) not exported, then closing ...")
+        self.save_then_close()
+
+    def save_then_close(self) -> None:
+        """Say so on the top line, then save every run not exported and close: the copies
+        block the app for seconds, and it showed the stopped run's last progress (or words
+        offering e and r) all that time."""
+        unsaved = sum(1 for r in self.runs.values() if not r.export_path and r.measured())
+        self.set_status(f"saving {unsaved} run(s) not exported, then closing ..." if unsaved else "closing ...")
         self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
 
     def hang_up(self, signum, frame) -> None:

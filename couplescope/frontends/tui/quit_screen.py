@@ -50,9 +50,7 @@ class QuitKey:
         its end closes the app (on_run_ended)."""
         if self.active is not None and not self.active.done.is_set():
             self._quitting = True
-            self.active.stopping = True
-            self.set_status(f"quitting: stopping the worker of {self.active.name} ...")
-            self.stop_session(self.active)
+            self.begin_stop("q", f"quitting: stopping the worker of {self.active.name} ...")
             return
         self.exit()
 

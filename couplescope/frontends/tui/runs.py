@@ -37,7 +37,9 @@ class RunRecord:
         self.selected = False              # marked for the compare view
         self.current: str | None = None    # variant being measured
         self.last_measured: str | None = None   # the variant of the latest call
-        self.stopping = False              # `s` was pressed: its session is being stopped
+        #: what began its stop, while its session is being stopped: "s", "q" (the quit
+        #: question's yes), "ctrl+c", or a signal's name ("SIGTERM"); None while it goes on
+        self.stopping: str | None = None
         self.done = threading.Event()      # set when its session thread has finished
         self.export_done = threading.Event()   # clear while an export copies it (on a thread)
         self.export_done.set()
@@ -100,8 +102,11 @@ class RunRecord:
         return spec["warmup"] + spec["iterations"] + (spec.get("profile_iterations") or 0)
 
     def stopped_words(self) -> str:
-        """How it was stopped: by the user's `s` (or q's yes), else by a signal it got."""
-        return "stopped by you (s)" if self.stopping else "stopped"
+        """How it was stopped: by the user's key (s, q's yes, ctrl+c), by a signal the app
+        got (SIGTERM), else by one its worker got."""
+        if not self.stopping:
+            return "stopped"
+        return f"stopped ({self.stopping})" if self.stopping.startswith("SIG") else f"stopped by you ({self.stopping})"
 
     def unit(self, variant: str | None = None) -> str:
         """What the run (the variant) makes: "call", or a training run's "step"."""

@@ -1,0 +1,68 @@
+"""What a fifth walk-through of the app by a new user found in its words (issue 30, at
+80x24), each driven by Pilot on the real app: ctrl+c and the quit question's yes say
+stopping until the app closes, as `s` does (M1); the top line and a field name the
+reason a run is refused (M2); a top-line message goes with the next key (M3); the Run
+line counts the profiled calls Watch counts (M5); History says what its command opens
+for a run exported without a profiler trace (M6).
+
+Runs are recorded real runs played back (tests/fixtures); no worker process, no catalogue
+(no torch import)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_tui_first_use import text
+from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
+from test_tui_replay import replay_app, until
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+# -- M1. ctrl+c and q's yes go through the stopping state `s` uses ----------------------------------
+
+async def stop_in_round_one_with(keys, gates, tmp_path) -> tuple[list[str], list[str]]:
+    """Run the training preset, press `keys` while its second variant's worker starts (its
+    loading events arrive after them, as a real worker's do), let the run end; the top
+    lines said from the keys on, and Watch's status line after the late events came."""
+    app = replay_app("preset-train")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
+        app.redraw_views()   # Watch names direct's round now, not after the keys
+        await pilot.pause()
+        record, shown = app.runs[1], top_lines(app)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await until(pilot, lambda: any(ev["event"] == "model_loaded" and ev["variant"] == "direct"
+                                       for ev in record.events), "direct loaded, after the keys")
+        app.redraw_views()
+        await pilot.pause()
+        stats = [" ".join(text(app, "#stats").split())]
+        gates[0].set()   # direct's last words: interrupted
+        await until(pilot, lambda: record.builder.variants["direct"].verdict == "stopped", "direct stopped")
+        app.redraw_views()
+        await pilot.pause()
+        stats.append(" ".join(text(app, "#stats").split()))
+        gates[1].set()
+        await until(pilot, lambda: app._exit, "the app closing")
+    return shown, stats
+
+
+async def test_ctrl_c_during_a_run_says_stopping_till_the_app_closes(stopped_in_round_one, tmp_path):
+    shown, stats = await stop_in_round_one_with(["ctrl+c"], stopped_in_round_one, tmp_path)
+    # it went back to "round 1/5: direct: building and loading the model", and "rounds done:
+    # direct: interrupted", Watch saying "running"
+    assert shown == ["stopping #1 simplenet-train (ctrl+c) ...",
+                     "saving 1 run(s) not exported, then closing ..."], shown
+    assert stats[0].startswith("direct stopping"), stats
+
+
+async def test_the_quit_questions_yes_during_a_run_says_stopping_till_the_app_closes(stopped_in_round_one,
+                                                                                   tmp_path):
+    shown, stats = await stop_in_round_one_with(["q", "y"], stopped_in_round_one, tmp_path)
+    assert stats[0].startswith("direct stopping"), stats   # it said "direct running"
+    # (it offered e and r as it closed)
+    assert shown == ["quitting: stopping the worker of #1 simplenet-train ...", "quitting ..."], shown
