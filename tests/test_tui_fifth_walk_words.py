@@ -66,3 +66,31 @@ async def test_the_quit_questions_yes_during_a_run_says_stopping_till_the_app_cl
     assert stats[0].startswith("direct stopping"), stats   # it said "direct running"
     # (it offered e and r as it closed)
     assert shown == ["quitting: stopping the worker of #1 simplenet-train ...", "quitting ..."], shown
+
+
+# -- M2. a value the run refuses: its reason on the top line, its field marked ------------------------
+
+async def test_a_value_the_run_refuses_is_named_on_the_top_line_and_marked_on_its_field():
+    from textual.widgets import Input
+
+    from couplescope.core.request import RunOptions
+    from couplescope.frontends.tui.app import HINTS, CoupleScopeApp
+
+    app = CoupleScopeApp(RunOptions(model="simplenet"), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        status, field = app.main.query_one("#status"), app.main.query_one("#save_model", Input)
+        await until(pilot, lambda: str(status.render()) == HINTS[True], str(status.render()))
+        field.focus()
+        await pilot.press("a")
+        refusal = "--save-model applies to --task train"
+        await until(pilot, lambda: refusal in text(app, "#preview"), text(app, "#preview"))
+        await pilot.pause()
+        # it said "pick a model or a preset, then press r", the model picked, the field unmarked
+        assert str(status.render()) == f"couplescope: r will not run: {refusal}", str(status.render())
+        assert field.has_class("-refused")
+        await pilot.press("tab")   # leaving the field keeps the mark
+        await pilot.pause()
+        assert field.has_class("-refused")
+        field.value = ""
+        await until(pilot, lambda: str(status.render()) == HINTS[True], str(status.render()))
+        assert not field.has_class("-refused")

@@ -221,8 +221,8 @@ def refuse_options_that_apply_to_nothing(overrides: dict, specs) -> None:
     """An option no variant reads would be silently ignored: say so instead. Which
     backends (and tasks) read an option is its declaration's (protocol/options.py)."""
     if "input_shape" in overrides and not any(catalogue.is_user_model(s.model) for s in specs):
-        raise UsageError("--input-shape applies to a .pt or .py model; catalogue models build their "
-                         "own inputs (use --size)")
+        raise UsageError.about("input_shape", "--input-shape applies to a .pt or .py model; catalogue "
+                               "models build their own inputs (use --size)")
     for key in overrides:
         option = options.BY_NAME.get(key)
         if option is None or (option.backends is None and option.tasks is None and option.hosts is None):
@@ -231,10 +231,10 @@ def refuse_options_that_apply_to_nothing(overrides: dict, specs) -> None:
                for spec in specs):
             continue
         if option.hosts is not None and not any(spec.host in option.hosts for spec in specs):
-            raise UsageError(f"{option.flag} applies to --host {' or '.join(option.hosts)}")
+            raise UsageError.about(key, f"{option.flag} applies to --host {' or '.join(option.hosts)}")
         if option.backends is not None:
-            raise UsageError(f"{option.flag} applies to --backend {' or '.join(option.backends)}")
-        raise UsageError(f"{option.flag} applies to --task {' or '.join(option.tasks)}")
+            raise UsageError.about(key, f"{option.flag} applies to --backend {' or '.join(option.backends)}")
+        raise UsageError.about(key, f"{option.flag} applies to --task {' or '.join(option.tasks)}")
 
 
 def backend_names(spec) -> tuple[str, ...]:

@@ -12,6 +12,17 @@ class UsageError(Exception):
     valid choices.
     """
 
+    #: the option (its name) whose value is refused, where the refusal is about one: the
+    #: app marks that field (a value fine in itself, refused beside the others: `--save-model`
+    #: on an inference run)
+    option: str | None = None
+
+    @classmethod
+    def about(cls, option: str, message: str) -> "UsageError":
+        error = cls(message)
+        error.option = option
+        return error
+
 
 class WriteError(Exception):
     """A file the user asked for could not be written (a full disk, no permission): one

@@ -32,18 +32,12 @@ from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.top_line import StatusLine, TopLine
+from couplescope.frontends.tui.top_line import HINTS, StatusLine, TopLine  # noqa: F401 (HINTS: tests)
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
-#: the top line before the first run: whether the form describes a run (the form says
-#: which, FormChanged); with --model given it still said to pick one
-HINTS = {False: "couplescope: pick a model or a preset, then press r",
-         True: "couplescope: r runs what the line beside Run (at the bottom) says; ? help"}
-#: the top line before the first run with --replay: r plays the recording, whatever the form says
-REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
 #: what the status line says when a variant reaches these events
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
@@ -413,13 +407,6 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         worker = event.worker
         if worker.error is not None and worker.group in ("catalogue", "run", "stop"):
             self.note(f"{worker.group}: {worker.error}", "error")
-
-    @m.while_shown
-    def on_form_changed(self, msg: m.FormChanged) -> None:
-        """Before the first run, the top line says what `r` would do (a key that could not
-        act says why, and the next change of the form replaces that)."""
-        if not self.runs:
-            self.set_status(REPLAY_HINT if self.recording else HINTS[msg.runnable])
 
     @m.while_shown
     def on_catalogue_loaded(self, msg: m.CatalogueLoaded) -> None:

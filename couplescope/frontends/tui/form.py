@@ -302,15 +302,26 @@ class PickForm(PresetFields, Vertical):
             req = self.build()
         except UsageError as exc:
             preview.update(f"[b]will not run:[/] {escape(str(exc))}")
+            self.mark_refused(exc.option)
             self.show_resolved(())
-            self.post_message(FormChanged(False))
+            self.post_message(FormChanged(False, str(exc)))
             return
+        self.mark_refused(None)
         self.post_message(FormChanged(True))
         preset = self.preset_values
         preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
                                 (preset or {}).get(BACKEND, ()) if preset is not None else None,
                                 self.overridden()))
         self.show_resolved(req.specs)
+
+    def mark_refused(self, name: str | None) -> None:
+        """Mark the field of the option the run refuses (`name`), as a value its own check
+        refuses is marked: `save model` typed on an inference form is a fine path, but the
+        run refuses it (it applies to training), and the field did not say so."""
+        for widget in self.query(".-refused"):
+            widget.remove_class("-refused")
+        if name:
+            self.query(f"#{name}").add_class("-refused")
 
     def keep_focus_in_sight(self) -> None:
         """The field with the focus back on the screen when the Run line grew under it: a

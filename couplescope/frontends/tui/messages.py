@@ -54,11 +54,13 @@ class Exported(RunMessage):
 
 
 class FormChanged(Message):
-    """The form's Run line was drawn again: whether `r` would run something now."""
+    """The form's Run line was drawn again: whether `r` would run something now, and
+    when not, why (`reason`: the Run line's words)."""
 
-    def __init__(self, runnable: bool) -> None:
+    def __init__(self, runnable: bool, reason: str | None = None) -> None:
         super().__init__()
         self.runnable = runnable
+        self.reason = reason
 
 
 class CatalogueLoaded(Message):

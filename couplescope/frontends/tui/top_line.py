@@ -18,6 +18,16 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from couplescope.frontends.tui import messages as m
+
+#: the top line before the first run: whether the form describes a run (the form says
+#: which, FormChanged); with --model given it still said to pick one
+HINTS = {False: "couplescope: pick a model or a preset, then press r",
+         True: "couplescope: r runs what the line beside Run (at the bottom) says; ? help"}
+#: the top line before the first run with --replay: r plays the recording, whatever the form says
+REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
+#: the form's reason when nothing is picked (PickForm.build): HINTS[False] says what to do
+NOTHING_PICKED = "nothing to run: "
 
 #: the main screen's class while the top line takes two lines (app.tcss hides the underline)
 TWO_LINES = "-status-two-lines"
@@ -75,3 +85,18 @@ class TopLine:
 
     def _show_status(self, text: str) -> None:
         self.main.query_one("#status", Static).update(text)
+
+    @m.while_shown
+    def on_form_changed(self, msg: m.FormChanged) -> None:
+        """Before the first run, the top line says what `r` would do: run the form's run,
+        or why it will not (the Run line's reason: with a model picked, a value the run
+        refuses left the top line saying to pick one). A key that could not act says why,
+        and the next change of the form replaces that."""
+        if self.runs:
+            return
+        if self.recording:
+            self.set_status(REPLAY_HINT)
+        elif msg.runnable or not msg.reason or msg.reason.startswith(NOTHING_PICKED):
+            self.set_status(HINTS[msg.runnable])
+        else:
+            self.set_status(f"couplescope: r will not run: {msg.reason}")
