@@ -94,3 +94,32 @@ async def test_a_value_the_run_refuses_is_named_on_the_top_line_and_marked_on_it
         field.value = ""
         await until(pilot, lambda: str(status.render()) == HINTS[True], str(status.render()))
         assert not field.has_class("-refused")
+
+
+# -- M3. a key's answer goes with the next key; the pointer to History only away from it -------------
+
+async def test_already_exported_goes_with_the_next_key_and_h_is_not_said_over_history(tmp_path):
+    import os
+
+    from test_tui_replay import run_replay
+
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h", "c")
+        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await pilot.press("e")                           # exported from the compare screen ...
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
+        exported = f"#1 simplenet exported to {os.path.basename(app.runs[1].export_path)}"
+        await pilot.press("escape")                      # ... and back to History, which shows where
+        await until(pilot, lambda: app.screen is app.main, "History")
+        await pilot.pause()
+        assert text(app, "#status") == exported, text(app, "#status")   # it said "(where, ...: h)"
+        await pilot.press("w")
+        await until(pilot, lambda: text(app, "#status") == f"{exported} (where, and its command: h)",
+                    text(app, "#status"))
+        await pilot.press("h", "e")                      # again: where it already is, till the next key
+        await until(pilot, lambda: "already exported" in text(app, "#status"), text(app, "#status"))
+        await pilot.press("tab")                         # it stayed through p, escape, tab, a preset
+        await until(pilot, lambda: text(app, "#status") == exported, text(app, "#status"))

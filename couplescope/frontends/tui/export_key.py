@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 from textual import work
-from textual.widgets import TabbedContent
 
 from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.frontends.tui import messages as m
@@ -29,12 +28,6 @@ class ExportKey:
         if self.picked_run is not None and self.runs.get(self.picked_run.id) is self.picked_run:
             return self.picked_run
         return self.runs[max(self.runs)] if self.runs else None
-
-    def where_hint(self, words: str) -> str:
-        """`words` pointing to History (` (where, and its command: h)`), or nothing when
-        History is on the screen: under its table already (it said `h` to a user there)."""
-        shown = self.screen is self.main and self.main.query_one("#tabs", TabbedContent).active == "history"
-        return "" if shown else words
 
     def action_export(self) -> None:
         """Export the picked run on a thread (copying its traces and drawing summary.png take
@@ -58,9 +51,10 @@ class ExportKey:
             self.say_why_not(f"cannot export: {exc}")
             return
         if already_in(record, parent):   # a second copy, written without a word, helped no one
-            # the top line only, as an export's end: a toast sat over the path under History
-            self.set_status(f"{record.name} is already exported, to {os.path.basename(record.export_path)}"
-                            + self.where_hint(" (h shows where)"))
+            # the top line only, as an export's end: a toast sat over the path under History;
+            # an answer to the key, gone with the next key (it stayed for good)
+            self.say_why_not(f"{record.name} is already exported, to {os.path.basename(record.export_path)}"
+                             + ("" if self.history_shown() else " (h shows where)"), toast=False)
             return
         self.exporting = record
         record.export_done.clear()
@@ -103,11 +97,10 @@ class ExportKey:
         self.clear_notifications()
         if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
             self.set_status(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the first "
-                            f"is in {os.path.dirname(record.export_earlier)}"
-                            + self.where_hint("; h: where, and its command") + ")")
+                            f"is in {os.path.dirname(record.export_earlier)})", where="; h: where, and its command")
         else:
-            self.set_status(f"{record.name} exported to {os.path.basename(path)}"
-                            + self.where_hint(" (where, and its command: h)"))
+            self.set_status(f"{record.name} exported to {os.path.basename(path)}",
+                            where=" (where, and its command: h)")
         for view in self.views:
             view.run_changed(record)
 

@@ -16,7 +16,8 @@ underline (the active tab's label still stands out), not a row of the view under
 
 from __future__ import annotations
 
-from textual.widgets import Static
+from textual import events
+from textual.widgets import Static, TabbedContent
 
 from couplescope.frontends.tui import messages as m
 
@@ -45,20 +46,29 @@ class TopLine:
 
     #: what the top line says (under a refusal too): the app sets its first words
     _status = ""
-    #: a key's refusal on the top line, till the next key acts or its toast goes
+    #: words after the status pointing to History (" (where, and its command: h)"), said
+    #: only while History is not on the screen
+    _where = ""
+    #: a key's refusal (or answer) on the top line, till the next key acts or its toast goes
     _refusal: str | None = None
+    _refusals = 0   # how many were said: whether a key said one of its own
     _refusal_timer = None
 
-    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None) -> None:
+    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None,
+                    toast: bool = True) -> None:
         """A key that cannot act now says why at once: on the top line (always on the
-        screen, wherever the focus is) and in a toast. The top line keeps it till the next
-        key acts (a view's key included: "no run is going" stayed through p, w, t and h)
-        or its toast goes; what a run going says of its progress meanwhile waits (a round
-        of a fast model took `e`'s refusal off at once), and the latest of it shows then."""
+        screen, wherever the focus is) and in a toast (`toast`: an answer that a toast would
+        hide, "already exported", goes the same way on the top line alone). The top line
+        keeps it till the next key acts (any key: "already exported" stayed through p,
+        escape, tab and a preset chosen) or its toast goes; what a run going says of its
+        progress meanwhile waits (a round of a fast model took `e`'s refusal off at once),
+        and the latest of it shows then."""
         timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         self._refusal = text
+        self._refusals += 1
         self._show_status(text)
-        self.notify(text, severity=severity, timeout=timeout)
+        if toast:
+            self.notify(text, severity=severity, timeout=timeout)
         if self._refusal_timer is not None:
             self._refusal_timer.stop()
         self._refusal_timer = self.set_timer(timeout, self.refusal_gone)
@@ -67,24 +77,52 @@ class TopLine:
         """The top line back to what it said under the refusal (or said since)."""
         if self._refusal is not None:
             self._refusal = None
-            self._show_status(self._status)
+            self._show_status(self._status, self._where)
 
-    def set_status(self, text: str, progress: bool = False) -> None:
-        """The top line: what the app does or did. `progress`: what the run going says as
+    async def on_event(self, event) -> None:
+        """A key, whatever takes it (a field, a list, the tab bar): the refusal it follows is
+        no news once the key has acted, unless the key said something of its own."""
+        said = self._refusals
+        await super().on_event(event)
+        if isinstance(event, events.Key) and self._refusals == said:
+            self.refusal_gone()
+
+    def set_status(self, text: str, progress: bool = False, where: str = "") -> None:
+        """The top line: what the app does or did (`where`: words pointing to History, said
+        while it is not on the screen). `progress`: what the run going says as
         it goes (a variant loading or measuring, its round, a build). Progress waits under
         a refusal, and is not said once the run is being stopped: events its workers sent
         before they ended arrive after `s` (a variant's "building and loading the model"
         read for seconds after `s`, over "stopping"), and stopping is said till it is done."""
         if progress and (self.active is None or self.active.stopping):
             return
-        self._status = text
+        self._status, self._where = text, where
         if progress and self._refusal is not None:
             return
         self._refusal = None
-        self._show_status(text)
+        self._show_status(text, where)
 
-    def _show_status(self, text: str) -> None:
-        self.main.query_one("#status", Static).update(text)
+    def history_shown(self) -> bool:
+        """Whether History is on the screen (what `where` points to)."""
+        return bool(self.screen_stack) and self.screen is self.main and self.main.query_one("#tabs", TabbedContent).active == "history"
+
+    def show_where(self) -> None:
+        """The status again, with or without its `where`, as History shows or not: "(where,
+        and its command: h)" stayed after compare's esc back to History."""
+        if self._where and self._refusal is None and self.screen_stack:
+            self._show_status(self._status, self._where)
+
+    def on_tabbed_content_tab_activated(self, event) -> None:
+        self.show_where()
+
+    def pop_screen(self):
+        done = super().pop_screen()
+        self.show_where()
+        return done
+
+    def _show_status(self, text: str, where: str = "") -> None:
+        shown = text + where if where and not self.history_shown() else text
+        self.main.query_one("#status", Static).update(shown)
 
     @m.while_shown
     def on_form_changed(self, msg: m.FormChanged) -> None:
