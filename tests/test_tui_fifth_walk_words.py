@@ -123,3 +123,33 @@ async def test_already_exported_goes_with_the_next_key_and_h_is_not_said_over_hi
         await until(pilot, lambda: "already exported" in text(app, "#status"), text(app, "#status"))
         await pilot.press("tab")                         # it stayed through p, escape, tab, a preset
         await until(pilot, lambda: text(app, "#status") == exported, text(app, "#status"))
+
+
+# -- M5. the Run line counts the calls Watch counts --------------------------------------------------
+
+async def test_the_run_line_counts_the_profiled_calls_that_watch_counts():
+    from test_tui_replay import run_replay
+
+    app = replay_app("two-backends")   # 1 warm-up, 12 timed, 2 profiled
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "variants" in text(app, "#preview"), text(app, "#preview"))
+        run_line = " ".join(text(app, "#preview").split())
+        await run_replay(pilot)
+        app.redraw_views()
+        await pilot.pause()
+        stats = " ".join(text(app, "#stats").split())
+    # it said "12 timed calls + 1 warm-up each", and Watch then counted 15
+    assert "15/15 calls = 12 timed + 1 warm-up + 2 profiled" in stats, stats
+    assert "12 timed calls + 1 warm-up + 2 profiled each in 4 rounds:" in run_line, run_line
+
+
+def test_the_run_line_says_a_model_loaded_in_every_call_and_the_rounds():
+    from couplescope.core import request
+    from couplescope.core.request import RunOptions
+    from couplescope.frontends.tui.run_line import run_line
+
+    req = request.build(RunOptions(model="simplenet", backends=["torchscript", "bridge"],
+                                   overrides={"reload_every_call": True, "iterations": 20}))
+    line = run_line(req.specs, rounds=req.rounds)
+    assert "20 timed calls + 1 warm-up + 3 profiled each, the model loaded in each call in 5 rounds:" in line, line
+    assert "rounds" not in run_line(req.specs, rounds=1)

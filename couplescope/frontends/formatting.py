@@ -36,14 +36,19 @@ def thousands(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
 
-def made_words(timed, warmup, unit: str) -> str:
+def made_words(timed, warmup, unit: str, profiled=0) -> str:
     """"10 000 timed steps + 1 warm-up": what a variant makes, the one way every front end
     says it (the Run line, the watch view, the loss line, the printer's header). The loss
     line once counted 10 001 steps where the header said 10 000 and 1 warm-up. `unit`:
-    "steps" or "calls"; a count the request leaves to be decided is given as words."""
-    timed = thousands(timed) if isinstance(timed, int) else timed
-    warm = f" + {thousands(warmup) if isinstance(warmup, int) else warmup} warm-up" if warmup != 0 else ""
-    return f"{timed} timed {unit}{warm}"
+    "steps" or "calls"; a count the request leaves to be decided is given as words.
+    `profiled`: the calls made under torch.profiler after the timed ones ("+ 3 profiled",
+    as Watch counts them: the Run line said 205 and 1 where Watch then counted 209)."""
+    def count(n):
+        return thousands(n) if isinstance(n, int) else n
+
+    warm = f" + {count(warmup)} warm-up" if warmup != 0 else ""
+    profile = f" + {count(profiled)} profiled" if profiled else ""
+    return f"{count(timed)} timed {unit}{warm}{profile}"
 
 
 def sci(value) -> str:

@@ -35,21 +35,29 @@ def backends_words(ticked, preset_backends) -> str:
     return f", {runs} (ticked: in place of the preset's {escape(theirs)})"
 
 
-def run_line(specs, ticked=(), preset_backends=None, overridden=()) -> str:
-    """"4 variants, training, 10 000 timed steps + 10 warm-up each: direct, bridge, ..."
-    (markup); `ticked` (the backends ticked) with `preset_backends` (a preset's, None
-    without one) adds what runs every variant (backends_words); `overridden`: the preset's
-    settings a field overrides, in words (`iterations 50 in place of 10000 (preset)`)."""
+def run_line(specs, ticked=(), preset_backends=None, overridden=(), rounds=None) -> str:
+    """"4 variants, training, 10 000 timed steps + 10 warm-up each in 5 rounds: direct,
+    bridge, ..." (markup): what each variant makes, in Watch's words (formatting.made_words,
+    the profiled calls included), the model loaded in every call when it is, and the
+    `rounds` when more than one; `ticked` (the backends ticked) with `preset_backends` (a
+    preset's, None without one) adds what runs every variant (backends_words);
+    `overridden`: the preset's settings a field overrides, in words (`iterations 50 in
+    place of 10000 (preset)`)."""
     tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
     what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
     calls = "steps" if tasks == ["train"] else "calls"
-    counts = {(s.warmup, s.iterations) for s in specs}
+    counts = {(s.warmup, s.iterations, s.profile_iterations) for s in specs}
     if len(counts) == 1:
-        warmup, iterations = counts.pop()
+        warmup, iterations, profiled = counts.pop()
         each = " each" if len(specs) > 1 else ""
-        how_many = fmt.made_words(_count(iterations, "iterations"), _count(warmup, "warmup"), calls) + each
+        how_many = fmt.made_words(_count(iterations, "iterations"), _count(warmup, "warmup"), calls,
+                                  _count(profiled, "profile_iterations")) + each
     else:
         how_many = f"{calls} per variant"
+    if all(s.reload_every_call for s in specs):
+        how_many += f", the model loaded in each {calls[:-1]}"
+    if rounds and rounds > 1:
+        how_many += f" in {rounds} rounds"
     yours = f" ({escape('; '.join(overridden))})" if overridden else ""
     names = ", ".join(escape(s.label) for s in specs[:NAMED])
     more = f" and {len(specs) - NAMED} more" if len(specs) > NAMED else ""
