@@ -153,3 +153,24 @@ def test_the_run_line_says_a_model_loaded_in_every_call_and_the_rounds():
     line = run_line(req.specs, rounds=req.rounds)
     assert "20 timed calls + 1 warm-up + 3 profiled each, the model loaded in each call in 5 rounds:" in line, line
     assert "rounds" not in run_line(req.specs, rounds=1)
+
+
+# -- M6. what History's command opens for a run exported without a profiler trace ------------------
+
+async def test_history_says_what_its_command_opens_for_a_run_without_a_profiler_trace(tmp_path):
+    import os
+
+    from test_tui_replay import run_replay
+
+    app = replay_app("layout-c")   # --profile-iterations 0: TensorBoard's scalars only
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h", "e")
+        await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
+        await pilot.pause()
+        files = [f for _, _, names in os.walk(os.path.join(app.runs[1].export_path, "traces")) for f in names]
+        assert files and not any(".pt.trace.json" in f for f in files), files   # scalars, no trace
+        note = text(app, "#export-note")
+    # it said "open its traces:"
+    assert "open its per-iteration scalars, no profiler traces:\ncouplescope --tensorboard" in note, note

@@ -16,7 +16,7 @@ from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.messages import while_shown
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.views.history import tensorboard_command
+from couplescope.frontends.tui.views.history import tensorboard_command, what_opens
 from couplescope.protocol.errors import UsageError
 
 
@@ -91,7 +91,7 @@ class ExportKey:
             self.note(record.summary_error, "warning")
         if record.export_missing:   # a full disk: results.json was written, these were not
             self.note(f"export incomplete (no room): not written: {', '.join(record.export_missing)}", "error")
-        self.note(f"exported {record.name} to {path}; open its traces: {tensorboard_command(path)}")
+        self.note(f"exported {record.name} to {path}; {what_opens(path)}: {tensorboard_command(path)}")
         # the status line, not a toast: a toast sat over the path under History for seconds;
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from rich.text import Text
@@ -16,6 +17,15 @@ from couplescope.frontends.tui.views.base import AppView
 HINT = "space marks runs for c (compare); e exports the highlighted run"
 #: under an empty table, where HINT offered keys that had nothing to act on
 NO_RUN_HINT = "no run yet: r runs what Pick (p) shows; each run of this session gets a row here"
+
+
+def what_opens(path: str) -> str:
+    """"open its traces", or what the command opens for a run exported without a profiler
+    trace (profiled steps 0: TensorBoard's scalars only), in the words `--tensorboard`
+    says it with (export/tensorboard_server.dashboard)."""
+    from couplescope.export.tensorboard_server import dashboard
+
+    return f"open its {dashboard(os.path.join(path, 'traces'))[1]}"
 
 
 def tensorboard_command(path: str) -> str:
@@ -115,7 +125,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
         else:
             note = self.query_one("#export-note", Static)
             width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
-            text = (f"{record.name} was exported to\n{record.export_path}\nopen its traces:\n"
+            text = (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
                     f"{tensorboard_lines(record.export_path, width)}")
         self.query_one("#export-note", Static).update(Text(text))
 
