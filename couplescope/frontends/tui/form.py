@@ -311,7 +311,7 @@ class PickForm(PresetFields, Vertical):
         preset = self.preset_values
         preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
                                 (preset or {}).get(BACKEND, ()) if preset is not None else None,
-                                self.overridden(), req.rounds))
+                                self.overridden(), req.rounds if self.query_one("#rounds", Input).value else None))
         self.show_resolved(req.specs)
 
     def mark_refused(self, name: str | None) -> None:

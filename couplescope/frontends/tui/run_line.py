@@ -39,7 +39,7 @@ def run_line(specs, ticked=(), preset_backends=None, overridden=(), rounds=None)
     """"4 variants, training, 10 000 timed steps + 10 warm-up each in 5 rounds: direct,
     bridge, ..." (markup): what each variant makes, in Watch's words (formatting.made_words,
     the profiled calls included), the model loaded in every call when it is, and the
-    `rounds` when more than one; `ticked` (the backends ticked) with `preset_backends` (a
+    `rounds` the user set (given only then: the line stays short at 80 columns); `ticked` (the backends ticked) with `preset_backends` (a
     preset's, None without one) adds what runs every variant (backends_words);
     `overridden`: the preset's settings a field overrides, in words (`iterations 50 in
     place of 10000 (preset)`)."""
@@ -56,8 +56,8 @@ def run_line(specs, ticked=(), preset_backends=None, overridden=(), rounds=None)
         how_many = f"{calls} per variant"
     if all(s.reload_every_call for s in specs):
         how_many += f", the model loaded in each {calls[:-1]}"
-    if rounds and rounds > 1:
-        how_many += f" in {rounds} rounds"
+    if rounds:
+        how_many += f" in {rounds} round{'s' if rounds != 1 else ''}"
     yours = f" ({escape('; '.join(overridden))})" if overridden else ""
     names = ", ".join(escape(s.label) for s in specs[:NAMED])
     more = f" and {len(specs) - NAMED} more" if len(specs) > NAMED else ""
