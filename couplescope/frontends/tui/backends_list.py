@@ -18,6 +18,8 @@ from textual.strip import Strip
 from textual.widgets import SelectionList
 from textual.widgets.option_list import OptionDoesNotExist
 
+from couplescope.frontends.tui.fields import StopsAtEnds
+
 #: the longest "why not" shown beside a backend's name; the full reason goes under the list
 SHORT_REASON = 32
 
@@ -46,15 +48,25 @@ def heading(preset: str | None) -> str:
     return "backends ([x] runs; space toggles; none ticked: torchscript)"
 
 
-class CheckList(SelectionList):
+class CheckList(StopsAtEnds, SelectionList):
     """A SelectionList whose boxes read `[x]` / `[ ]` (`[-]` when unavailable).
 
     Textual's own toggle button is `▐X▌` drawn in two colours: in a 256-colour tmux or a
     plain capture a ticked box and an empty one look the same. Characters do not depend
     on the terminal's colours; the colour only adds to them. Its highlighted row shows
     only while it has the focus (app.tcss): a row highlighted in a list the keys do not
-    reach said that space would tick it.
+    reach said that space would tick it. Up and down stop at its ends, as the open lists
+    do (StopsAtEnds); space ticks the row it was typed on (on_option_list_option_selected).
     """
+
+    def _on_option_list_option_selected(self, event) -> None:
+        """Toggle the row the space (or click) selected. SelectionList toggles the row
+        highlighted when this message is handled, after the keys typed with the space:
+        `space down`, read at once from a terminal, ticked the row below (textual#6605's
+        family: a bound key's effect lands after later keys)."""
+        event.stop()
+        event.prevent_default()   # (SelectionList's own handler would toggle the highlighted row too)
+        self.toggle(event.option)
 
     def render_line(self, y: int) -> Strip:
         line = super(SelectionList, self).render_line(y)   # the prompt, as OptionList draws it

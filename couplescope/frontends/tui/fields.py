@@ -105,10 +105,11 @@ class Declared(Validator):
         return self.success()
 
 
-class EndingList(SelectOverlay):
-    """A Select's open list that stops at its first and last rows. Textual's OptionList
-    wraps round: up on the first preset's row jumped to the last one (stride512), so a
-    user reaching for the top picked a preset they never saw."""
+class StopsAtEnds:
+    """An OptionList (mixed in) whose up and down stop at its first and last enabled rows.
+    Textual's OptionList wraps round: up on the first preset's row jumped to the last one
+    (stride512), so a user reaching for the top picked a preset they never saw; the
+    backends list went from mpi to torchscript."""
 
     def _move(self, direction: int) -> None:
         if self.highlighted is None:
@@ -124,6 +125,10 @@ class EndingList(SelectOverlay):
 
     def action_cursor_down(self) -> None:
         self._move(1)
+
+
+class EndingList(StopsAtEnds, SelectOverlay):
+    """A Select's open list that stops at its first and last rows (StopsAtEnds)."""
 
 
 class Choice(Select):
