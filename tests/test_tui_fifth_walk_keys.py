@@ -11,6 +11,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.backends_list import CheckList
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_replay import replay_app, run_replay, until
+from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -60,3 +61,16 @@ async def test_a_space_typed_with_an_arrow_ticks_the_row_it_was_typed_on_and_the
             await pilot.press(*keys)
             await until(pilot, lambda: box.highlighted == then or len(seen) >= 2, "the keys acted")
             assert seen == [then], f"{keys[0]} on row {start} went round: {seen}"
+
+
+# -- S5: an open list's escape in the footer's words -----------------------------------------------
+
+async def test_an_open_lists_footer_entry_is_lower_case():
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.main.query_one("#preset").focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: type(app.focused).__name__ == "EndingList", "the list open")
+        await until(pilot, lambda: "esc" in footer_keys(app), list(footer_keys(app)))
+        entry = footer_keys(app)["esc"].description
+        assert entry == entry.lower(), entry

@@ -128,7 +128,10 @@ class StopsAtEnds:
 
 
 class EndingList(StopsAtEnds, SelectOverlay):
-    """A Select's open list that stops at its first and last rows (StopsAtEnds)."""
+    """A Select's open list that stops at its first and last rows (StopsAtEnds); its escape
+    in the footer's words, lower case as every other key's (Textual's `Dismiss menu`)."""
+
+    BINDINGS = [Binding("escape", "dismiss", "close the list", tooltip="close the list, its value unchanged.")]
 
 
 class Choice(Select):
