@@ -63,6 +63,28 @@ async def test_a_space_typed_with_an_arrow_ticks_the_row_it_was_typed_on_and_the
             assert seen == [then], f"{keys[0]} on row {start} went round: {seen}"
 
 
+# -- K4: the help screen owns the keys -------------------------------------------------------------
+
+async def test_the_help_screen_lists_its_own_keys_and_the_apps_close_it_before_they_act():
+    """The footer under the help offered the screen's keys beneath it, and `r` put its toast
+    over the help text."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for closing in ("escape", "q", "question_mark"):
+            await pilot.press("question_mark")
+            await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "the help screen")
+            await until(pilot, lambda: "esc/q" in footer_keys(app), list(footer_keys(app)))
+            assert set(footer_keys(app)) == {"↑↓ PgUp PgDn", "esc/q"}, list(footer_keys(app))
+            await pilot.press(closing)
+            await until(pilot, lambda: type(app.screen).__name__ != "HelpScreen", f"{closing} closes it")
+        assert app.is_running, "q in the help quit the app"
+        await pilot.press("question_mark")
+        await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "the help screen")
+        await pilot.press("r")                       # nothing to run: the refusal, on the views
+        await until(pilot, lambda: any("cannot run" in str(n.message) for n in app._notifications), "r acted")
+        assert type(app.screen).__name__ != "HelpScreen", "r's toast went over the help text"
+
+
 # -- S5: an open list's escape in the footer's words -----------------------------------------------
 
 async def test_an_open_lists_footer_entry_is_lower_case():

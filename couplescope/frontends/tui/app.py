@@ -27,7 +27,7 @@ from couplescope.frontends.tui.endings import SignalEndings
 from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
-from couplescope.frontends.tui.help import HelpScreen
+from couplescope.frontends.tui.help import OFF_IN_HELP, HelpScreen
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
@@ -232,9 +232,12 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         """r where it runs, s where it stops; the other one's why_not says why not. While
-        the quit question is asked, its answers only, and ctrl+c (QuitKey.asking)."""
+        the quit question is asked, its answers only, and ctrl+c (QuitKey.asking); while
+        the help shows, its keys (help.py)."""
         if self.asking():
             return action in ("quit", "interrupt")
+        if isinstance(self.screen, HelpScreen) and action in OFF_IN_HELP:
+            return False   # the help's own keys answer (help.py: the app's close it, then act)
         going = self.active is not None
         if action in ("run", "stop"):
             return going == (action == "stop")
