@@ -96,3 +96,120 @@ async def test_an_open_lists_footer_entry_is_lower_case():
         await until(pilot, lambda: "esc" in footer_keys(app), list(footer_keys(app)))
         entry = footer_keys(app)["esc"].description
         assert entry == entry.lower(), entry
+
+
+# -- K2, K3, M4, S4, S7: the compare screen's keys -------------------------------------------------
+
+async def test_the_compare_screen_scrolls_keeps_its_row_says_its_export_and_what_its_ratios_are(tmp_path):
+    """At 80x20 (24 rows less a taller title) eight training variants' boxes and the axis
+    were out of reach of every key; `c` put the highlight back on row 1; `e` exported with
+    no sign (the top line under the compare's title); one run's ratios (same-round pairs)
+    were shown beside medians they are not the ratio of, without a word."""
+    app = replay_app("preset-train")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 20)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("c")                               # one run: its ratios said
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: "same-round pairs" in on_screen(app), on_screen(app))
+        line = next(x for x in on_screen(app).splitlines() if "same-round pairs" in x)
+        assert line.strip().startswith("ratios: from same-round pairs, to box") and len(line.rstrip()) <= 80, line
+        await pilot.press("escape")
+        await run_replay(pilot)                              # a second run: eight rows
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        screen = app.screen
+        table, boxes = screen.query_one("#compare-table"), screen.query_one("#compare-boxes")
+        await until(pilot, lambda: table.row_count == 8 and boxes.max_scroll_y > 0, "eight rows, the plot scrolls")
+        # S4: the footer's keys two spaces apart, as the views' footer has them, all on the screen
+        keys = sorted(footer_keys(app).values(), key=lambda k: k.region.x)
+        await until(pilot, lambda: all(k.region.width for k in footer_keys(app).values()), "laid out")
+        keys = sorted(footer_keys(app).values(), key=lambda k: k.region.x)
+        gaps = {b.region.x - a.region.right for a, b in zip(keys, keys[1:])}
+        assert gaps == {2} and keys[-1].region.right <= 80, [(k.key_display, k.region) for k in keys]
+        # K3: End and PgDn reach the axis, Home and PgUp the top; the highlight keeps its box in view
+        await pilot.press("end")
+        await until(pilot, lambda: boxes.scroll_y == boxes.max_scroll_y, "end: the plot's end")
+        await pilot.press("home")
+        await until(pilot, lambda: boxes.scroll_y == 0, "home: the plot's top")
+        await pilot.press("pagedown")
+        await until(pilot, lambda: boxes.scroll_y > 0, "pgdn scrolls")
+        await pilot.press("pageup")
+        await until(pilot, lambda: boxes.scroll_y == 0, "pgup scrolls back")
+        for _ in range(7):
+            await pilot.press("down")
+        await until(pilot, lambda: table.cursor_row == 7, "the last row highlighted")
+        await until(pilot, lambda: boxes.scroll_y == boxes.max_scroll_y, "the last box and the axis in view")
+        await pilot.press("up", "up")
+        await until(pilot, lambda: table.cursor_row == 5, "row 6")
+        # S7: c draws the screen again, the highlight where it was
+        await pilot.press("c")
+        await until(pilot, lambda: app.screen is not screen and type(app.screen).__name__ == "CompareScreen",
+                    "drawn again")
+        await until(pilot, lambda: app.screen.query_one("#compare-table").row_count == 8, "its rows")
+        await pilot.pause()
+        assert app.screen.query_one("#compare-table").cursor_row == 5
+        # K2: e says it is exporting, then where it went, on the compare screen
+        await pilot.press("e")
+        await until(pilot, lambda: any("exporting" in str(n.message) for n in app._notifications),
+                    "exporting, on the compare screen")
+        await until(pilot, lambda: any("exported to" in str(n.message) for n in app._notifications),
+                    "where it went, on the compare screen")
+        assert type(app.screen).__name__ == "CompareScreen"
+
+
+# -- S8, S10: a stopped run: c offered where it compares; every variant of a stopped run listed ----
+
+@pytest.fixture
+def every_variant_held(monkeypatch):
+    """Each replayed variant holds its events until it is stopped: a run stopped before its
+    first step."""
+    import threading
+
+    from couplescope.core.replay import PlayedWorker
+
+    started: list[str] = []
+
+    def events(self):
+        started.append(self.spec.label)
+        while not self._stopped:
+            threading.Event().wait(0.01)
+        return
+        yield
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return started
+
+
+async def test_c_is_offered_only_where_it_compares(every_variant_held):
+    app = replay_app("preset-train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: every_variant_held, "the first variant's worker started")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await until(pilot, lambda: "r" in footer_keys(app), "the footer after the run")
+        assert "c" not in footer_keys(app), list(footer_keys(app))
+        await pilot.press("c")                               # pressed anyway: says why
+        await until(pilot, lambda: any("nothing to compare yet" in str(n.message) for n in app._notifications),
+                    "c says why")
+
+
+async def test_every_variant_of_each_stopped_run_is_listed(second_variant_held):
+    """Run #1 stopped in its second variant, run #2 before its first step: #1's unstarted
+    variant that had a worker was listed `no steps`, the others of both runs not at all."""
+    app = replay_app("preset-train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for run, started in ((1, 2), (2, 3)):
+            await pilot.press("r")
+            await until(pilot, lambda: len(second_variant_held) >= started, f"run #{run}'s worker held")
+            await pilot.press("s")
+            await until(pilot, lambda: app.active is None, f"run #{run} stopped")
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        table = app.screen.query_one("#compare-table")
+        await until(pilot, lambda: table.row_count >= 2, "the compare's rows")
+        await pilot.pause()
+        names = app.screen.all_names
+        assert sorted(names) == sorted(f"#{run} {v}" for run in (1, 2) for v in
+                                       ("direct", "direct-python-host", "bridge", "bridge-python-host")), names
+        assert table.row_count == 8 and on_screen(app).count("no steps") == 7, on_screen(app)

@@ -82,7 +82,7 @@ async def test_v_is_offered_where_a_sweep_is_compared_and_every_key_fits_80_colu
         await pilot.press("tab")                              # the sweep's task
         await until(pilot, lambda: "v" in footer_keys(app), "v in the footer")
         keys = footer_keys(app)
-        assert {"tab", "esc", "space", "v", "q"} <= set(keys), list(keys)
+        assert {"tab", "esc", "space", "v"} <= set(keys), list(keys)   # q quits there, not listed: room
         await until(pilot, lambda: all(k.region.width > 0 for k in footer_keys(app).values()), "laid out")
         assert all(k.region.right <= 80 for k in footer_keys(app).values()), \
             [(k.key_display, k.description, k.region) for k in footer_keys(app).values()]

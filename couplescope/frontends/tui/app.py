@@ -22,7 +22,7 @@ from textual.widgets import TabbedContent, Tabs
 
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import messages as m
-from couplescope.frontends.tui.compare_screen import CompareScreen
+from couplescope.frontends.tui.compare_key import CompareKey
 from couplescope.frontends.tui.endings import SignalEndings
 from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
@@ -42,7 +42,7 @@ from couplescope.protocol.errors import UsageError
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
 
-class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
+class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
@@ -76,6 +76,9 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         Binding("c", "compare", "compare", priority=True,
                 tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
                         "time; on the compare screen, draw it again with what has arrived since."),
+        Binding("c", "why_not('compare')", priority=True, show=False,
+                tooltip="while the runs it would compare made no call or step: says so (the footer offers "
+                        "c once one has)."),
         Binding("question_mark", "help", "help", priority=True,
                 tooltip="the help screen: it scrolls (arrow keys, PgUp/PgDn, End; its border says so)."),
         # q asks first when quitting loses a run (QuitScreen); ctrl+c quits at once, from anywhere
@@ -231,9 +234,9 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
             self.push_screen("help")
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """r where it runs, s where it stops; the other one's why_not says why not. While
-        the quit question is asked, its answers only, and ctrl+c (QuitKey.asking); while
-        the help shows, its keys (help.py)."""
+        """r where it runs, s where it stops, c where it compares; the other one's why_not
+        says why not. While the quit question is asked, its answers only, and ctrl+c
+        (QuitKey.asking); while the help shows, its keys (help.py)."""
         if self.asking():
             return action in ("quit", "interrupt")
         if isinstance(self.screen, HelpScreen) and action in OFF_IN_HELP:
@@ -241,6 +244,8 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         going = self.active is not None
         if action in ("run", "stop"):
             return going == (action == "stop")
+        if action == "compare" or action == "why_not" and parameters[0] == "compare":
+            return self.comparable() == (action == "compare")
         if action == "why_not":
             return going != (parameters[0] == "stop")
         return True
@@ -324,25 +329,6 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         # blocks until the worker has gone, hence this thread
         record.session.stop()
 
-    def action_compare(self) -> None:
-        """The compare screen for the marked runs (all when none is marked); `c` on it
-        draws it again with what has arrived since, the variants left out kept."""
-        records = [r for r in self.runs.values() if r.selected] or list(self.runs.values())
-        if not records:
-            self.say_why_not("nothing to compare yet: run something first (r)")
-            return
-        if not any(r.measured() for r in records):
-            which = "the runs marked in History" if any(r.selected for r in self.runs.values()) else "the runs"
-            made = "step" if all(r.unit() == "step" for r in records) else "call"
-            self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
-            return
-        task = None
-        self.refusal_gone()
-        if isinstance(self.screen, CompareScreen):
-            task = self.screen.compared_task
-            self.pop_screen()
-        self.push_screen(CompareScreen(records, self.left_out, task))
-
     def stop_everything(self) -> None:
         """End any worker process (its whole group); used by q and on exit."""
         for record in self.runs.values():
@@ -363,7 +349,10 @@ class CoupleScopeApp(ExportKey, QuitKey, SignalEndings, TopLine, App):
         record = self.runs.get(msg.run_id)
         if record is None:
             return
+        measured = bool(record.measured())
         record.add(msg.events)
+        if not measured and record.measured():
+            self.refresh_bindings()   # c in the footer once there is something to compare
         if msg.kind != "iteration":   # a batch of iterations has nothing to say in words
             for ev in msg.events:
                 for text, level in notes_for(record, ev):

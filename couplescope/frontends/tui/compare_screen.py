@@ -1,7 +1,7 @@
 """The compare view: marked runs and their variants side by side, one task at a time.
 
 The variants of all compared runs are replayed into one ResultsBuilder (named
-"#run variant"), so median, IQR, ratio to the fastest and coupling overhead come from
+"#run variant", compare_variants.py), so median, IQR, ratio to the fastest and coupling overhead come from
 ResultsBuilder.comparison() exactly as the headless table does; the distributions are
 box plots of each variant's timed iterations. An inference call and a training step are
 different work: the view compares the variants of one task (the latest run's), says which
@@ -17,74 +17,28 @@ plot's title names it, only when there is a sweep). The table's fitting and word
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, ranking_lines, spaced, task_columns,
-                                                      task_of, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, paired_lines, ranking_lines, spaced,
+                                                      task_columns, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
 from couplescope.results import labels, sweeps
-from couplescope.results.builder import ResultsBuilder, verdict_word
+from couplescope.results.builder import verdict_word
 
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 TASKS = ("infer", "train")
-
-
-def combined(records, left_out=frozenset()) -> ResultsBuilder:
-    """One builder holding every variant of `records` as "#run variant", minus `left_out`,
-    in one order: each run's own (the Run line's: a run in rounds meets its variants in
-    a shuffled order), run after run. One run in rounds keeps its rounds, so its ratios
-    are its same-round pairs, leaving out the disturbed rounds as the headless table does
-    (couplescope.results.paired); several runs are not paired (round 2 of one run and
-    round 2 of another ran at different times): their ratios are the medians' ratios to
-    the fastest."""
-    builder = ResultsBuilder("compare")
-    several = len(records) > 1
-    for record in records:
-        tag = f"#{record.id} "
-        for ev in record.events:
-            if ev.get("event") == "rounds_planned":
-                if several:
-                    continue
-                ev = tagged_plan(ev, tag)
-            if ev.get("variant"):
-                name = tag + ev["variant"]
-                if name in left_out:
-                    continue
-                ev = {**ev, "variant": name}
-            builder.on_event(ev)
-    builder.put_in_order([f"#{r.id} {v.name}" for r in records for v in r.builder.in_order()])
-    return builder
-
-
-def tasks(records, variants: dict) -> dict[str, str]:
-    """Each "#run variant"'s task: its worker's spec's, else the one its run asked for (a
-    variant a stop left unstarted has no worker's spec: a stopped training run's was put
-    under inference)."""
-    by_tag = {f"#{r.id}": r for r in records}
-    found = {}
-    for name, v in variants.items():
-        tag, _, variant = name.partition(" ")
-        record = by_tag.get(tag)
-        found[name] = task_of(v) if v.spec or record is None else (record.spec_of(variant).get("task") or "infer")
-    return found
-
-
-def tagged_plan(plan: dict, tag: str) -> dict:
-    """A run's `rounds_planned` with its variants named as the compare builder names them
-    ("#1 direct"): untagged, its --baseline named no variant of the builder (the fastest
-    was taken instead) and its order none (the first round's shuffled one was kept)."""
-    return {**plan, "variants": [tag + n for n in plan.get("variants") or []],
-            "orders": [[tag + n for n in order] for order in plan.get("orders") or []],
-            **({"baseline": tag + plan["baseline"]} if plan.get("baseline") else {})}
 
 
 def ratio_cell(row: dict) -> str:
@@ -111,21 +65,40 @@ class CompareScreen(Screen):
                 Binding("v", "no_sweep", show=False,
                         tooltip="when they hold no sweep: says that there is only the box plot (the footer "
                                 "does not offer v then)."),
-                Binding("q", "app.quit", "quit", tooltip="quit, as in the views.")]
+                # not in the footer (a priority binding of the screen's own hides the app's q
+                # there; the app's still acts): at 80 columns every key of the screen fits only
+                # so, two spaces apart as in the views' footer (esc back: the way out offered)
+                Binding("q", "app.quit", "quit", show=False, priority=True, tooltip="quit, as in the views."),
+                # the plot under the table scrolls (at 80x24 a box or the axis was out of reach);
+                # priority: the table's own took these keys and moved nothing
+                Binding("pagedown", "scroll_plot('page_down')", show=False, priority=True,
+                        tooltip="scroll the box plot under the table down a page (the table's highlighted "
+                                "row keeps its box in view, the last row the axis too)."),
+                Binding("pageup", "scroll_plot('page_up')", show=False, priority=True,
+                        tooltip="scroll the box plot up a page."),
+                Binding("end", "scroll_plot('end')", show=False, priority=True,
+                        tooltip="the box plot's end: its last boxes and the axis."),
+                Binding("home", "scroll_plot('home')", show=False, priority=True,
+                        tooltip="the box plot's top.")]
 
-    def __init__(self, records, left_out: set[str] | None = None, task: str | None = None) -> None:
+    def __init__(self, records, left_out: set[str] | None = None, task: str | None = None,
+                 highlighted: str | None = None) -> None:
         super().__init__()
         self.records = list(records)
+        #: the variant to highlight when drawn ("#run variant"): `c` drawing the screen again
+        #: put the highlight back on the first row
+        self.highlighted = highlighted
         #: the variants left out ("#run variant"): the app's set, kept between compare screens
         self.left_out = left_out if left_out is not None else set()
         every = combined(self.records).variants
-        self.tasks = tasks(self.records, every)
+        self.tasks = tasks(self.records, named(self.records, every), every)
         present = [t for t in TASKS if t in self.tasks.values()]
-        latest = next((self.tasks[n] for n in reversed(every)), "infer")   # the latest run's
+        latest = next((self.tasks[n] for n in reversed(self.tasks)), "infer")   # the latest run's
         self.compared_task = task if task in present else latest
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self.measured = 0                             # the variants compared that made calls
+        self.boxed: list[str] = []                    # those variants, in the order of their boxes
         self._select_task()
 
     @property
@@ -211,6 +184,7 @@ class CompareScreen(Screen):
         cursor = table.cursor_row
         rows = {r["name"]: r for r in self.builder.comparison()}
         self.measured = len(rows)
+        self.boxed = list(rows)   # the variants with a box, in the plot's order
         columns = self.columns()
         box = {name: i for i, name in enumerate(rows, 1)}
         shown = [self.display_name(name) for name in self.all_names]
@@ -225,6 +199,8 @@ class CompareScreen(Screen):
         title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         notes = ranking_lines(list(rows.values()), box, self.runs_alone(compared, box) if len(compared) > 1 else None)
+        if len(compared) == 1 and self.ranks():
+            notes = paired_lines(list(rows.values()), box) + notes
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
@@ -235,8 +211,34 @@ class CompareScreen(Screen):
             table.add_column(spaced(label), key=key, width=natural)
         for key, line in zip([*self.all_names, None], lines):
             table.add_row(*line, key=key, height=1)
+        if self.highlighted in self.all_names:
+            cursor = self.all_names.index(self.highlighted)
+        self.highlighted = None
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
+
+    def highlighted_name(self) -> str | None:
+        """The variant the table highlights ("#run variant"), if any."""
+        row = self.query_one("#compare-table", DataTable).cursor_row
+        return self.all_names[row] if 0 <= row < len(self.all_names) else None
+
+    @on(DataTable.RowHighlighted, "#compare-table")
+    def keep_box_in_view(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row's box on the screen (the plot scrolls under the table: at
+        80x24 the eighth box and the axis were out of reach of every key); the first row's
+        with the plot's key over it, the last one's with the axis under it."""
+        rows = self.boxed
+        name = self.all_names[event.cursor_row] if event.cursor_row < len(self.all_names) else None
+        if name not in rows or self.plotted is not None:
+            return
+        line = rows.index(name) + 1                    # the plot's title is its line 0
+        top = 0 if line == 1 else line
+        bottom = line + (2 if line == len(rows) else 0)
+        self.query_one("#compare-boxes").scroll_to_region(Region(0, top, 1, bottom - top + 1), animate=False,
+                                                          immediate=True)
+
+    def action_scroll_plot(self, how: str) -> None:
+        getattr(self.query_one("#compare-boxes"), f"scroll_{how}")(animate=False)
 
     def table_width(self, table: DataTable, lines: int) -> int:
         """The columns the table's cells have: the screen's, less its scroll bar when its

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from couplescope.results.paired import unpaired
+
 #: what a task's variants make, in the title
 TASK_WORDS = {"infer": "inference calls", "train": "training steps"}
 #: one of what a task's variants make, in the plots' titles (training speaks of steps)
@@ -108,6 +110,22 @@ def ranking_lines(rows: list[dict], box: dict, runs_alone: dict | None = None) -
     for run, own in runs_alone.items():
         lines += unranked_lines([r for r in own if r["name"] in box], box, f"{run} alone cannot rank")
     return lines
+
+
+def paired_lines(rows: list[dict], box: dict) -> list[str]:
+    """Under the table of one run in rounds: what its ratios are. They are from same-round
+    pairs, each to its baseline at its own size, not the ratio of the medians the table
+    shows (`1.00x` on two rows of a sweep, `3.04x` beside medians 4.6x apart), and the
+    several-run compare said what its ratios were while this one said nothing."""
+    ranked = [r for r in rows if r.get("baseline") not in (None, r["name"]) and r.get("ratio") is not None
+              and r["baseline"] in box]
+    if not ranked:
+        return []
+    bases = sorted({box[r["baseline"]] for r in ranked})
+    to = f"box {bases[0]}" if len(bases) == 1 else f"box {', '.join(map(str, bases))}, each at its size"
+    if all(unpaired(r) for r in ranked):
+        return [f"ratios: of the medians, to {to} (fewer than two rounds in common)"]
+    return [f"ratios: from same-round pairs, to {to}; intervals in the log (t)"]
 
 
 def unranked_lines(rows: list[dict], box: dict, words: str) -> list[str]:

@@ -29,6 +29,14 @@ class ExportKey:
             return self.picked_run
         return self.runs[max(self.runs)] if self.runs else None
 
+    def tell(self, words: str, where: str = "") -> None:
+        """The top line says `words` (`where`: set_status's), and a screen over it (compare)
+        shows them as a toast: `e` there exported with no sign, the top line under the
+        compare's title."""
+        self.set_status(words, where=where)
+        if self.screen is not self.main:
+            self.notify(words, timeout=8)
+
     def action_export(self) -> None:
         """Export the picked run on a thread (copying its traces and drawing summary.png take
         seconds): the status line says so at once, and where it went when it is done."""
@@ -54,11 +62,11 @@ class ExportKey:
             # the top line only, as an export's end: a toast sat over the path under History;
             # an answer to the key, gone with the next key (it stayed for good)
             self.say_why_not(f"{record.name} is already exported, to {os.path.basename(record.export_path)}"
-                             + ("" if self.history_shown() else " (h shows where)"), toast=False)
+                             + ("" if self.history_shown() else " (h shows where)"), toast=self.screen is not self.main)
             return
         self.exporting = record
         record.export_done.clear()
-        self.set_status(f"exporting {record.name} to {parent} ...")
+        self.tell(f"exporting {record.name} to {parent} ...")
         self.export_run(record, parent)
 
     @work(thread=True, exit_on_error=False, group="export")
@@ -96,11 +104,11 @@ class ExportKey:
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()
         if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
-            self.set_status(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the first "
-                            f"is in {os.path.dirname(record.export_earlier)})", where="; h: where, and its command")
+            self.tell(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the first "
+                      f"is in {os.path.dirname(record.export_earlier)})", where="; h: where, and its command")
         else:
-            self.set_status(f"{record.name} exported to {os.path.basename(path)}",
-                            where=" (where, and its command: h)")
+            self.tell(f"{record.name} exported to {os.path.basename(path)}",
+                      where=" (where, and its command: h)")
         for view in self.views:
             view.run_changed(record)
 

@@ -140,6 +140,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
             return
         record.selected = not record.selected
         self.run_changed(record)
+        self.app.refresh_bindings()   # c offered only where the runs marked can be compared
 
 
 VIEW = HistoryView

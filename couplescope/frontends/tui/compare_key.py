@@ -1,0 +1,43 @@
+"""The compare key (`c`): the compare screen for the runs marked in History (all runs when
+none is marked), offered in the footer only where it can act.
+
+A part of the app (CoupleScopeApp inherits it), as export_key.py is: it reads the app's
+runs and the variants the compare screen left out, kept between its openings.
+"""
+
+from __future__ import annotations
+
+from couplescope.frontends.tui.compare_screen import CompareScreen
+from couplescope.frontends.tui.runs import RunRecord
+
+
+class CompareKey:
+    """`c` and what it opens (see the module docstring)."""
+
+    def compared_records(self) -> list[RunRecord]:
+        """The runs `c` compares: those marked in History, else all."""
+        return [r for r in self.runs.values() if r.selected] or list(self.runs.values())
+
+    def action_compare(self) -> None:
+        """The compare screen for the marked runs (all when none is marked); `c` on it
+        draws it again with what has arrived since, the variants left out kept."""
+        records = self.compared_records()
+        if not records:
+            self.say_why_not("nothing to compare yet: run something first (r)")
+            return
+        if not any(r.measured() for r in records):
+            which = "the runs marked in History" if any(r.selected for r in self.runs.values()) else "the runs"
+            made = "step" if all(r.unit() == "step" for r in records) else "call"
+            self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
+            return
+        task = highlighted = None
+        self.refusal_gone()
+        if isinstance(self.screen, CompareScreen):   # drawn again: its task and highlighted row kept
+            task, highlighted = self.screen.compared_task, self.screen.highlighted_name()
+            self.pop_screen()
+        self.push_screen(CompareScreen(records, self.left_out, task, highlighted))
+
+    def comparable(self) -> bool:
+        """Whether `c` can act: a run it would compare made a call or step (the footer offered
+        c after a run stopped before its first step, and c then refused)."""
+        return any(r.measured() for r in self.compared_records())

@@ -1,0 +1,73 @@
+"""Which variants a compare holds: every variant of the compared runs, named "#run
+variant", in one ResultsBuilder (combined), those a stop left without an event included
+(named), and each one's task (tasks): the compare screen shows one task at a time.
+"""
+
+from __future__ import annotations
+
+from couplescope.frontends.tui.compare_table import task_of
+from couplescope.results.builder import ResultsBuilder
+
+
+def combined(records, left_out=frozenset()) -> ResultsBuilder:
+    """One builder holding every variant of `records` as "#run variant", minus `left_out`,
+    in one order: each run's own (the Run line's: a run in rounds meets its variants in
+    a shuffled order), run after run. One run in rounds keeps its rounds, so its ratios
+    are its same-round pairs, leaving out the disturbed rounds as the headless table does
+    (couplescope.results.paired); several runs are not paired (round 2 of one run and
+    round 2 of another ran at different times): their ratios are the medians' ratios to
+    the fastest."""
+    builder = ResultsBuilder("compare")
+    several = len(records) > 1
+    for record in records:
+        tag = f"#{record.id} "
+        for ev in record.events:
+            if ev.get("event") == "rounds_planned":
+                if several:
+                    continue
+                ev = tagged_plan(ev, tag)
+            if ev.get("variant"):
+                name = tag + ev["variant"]
+                if name in left_out:
+                    continue
+                ev = {**ev, "variant": name}
+            builder.on_event(ev)
+    builder.put_in_order([f"#{r.id} {v.name}" for r in records for v in r.builder.in_order()])
+    return builder
+
+
+def named(records, variants: dict) -> list[str]:
+    """Every variant of the compared runs as "#run variant": each run's that made events
+    (`variants`, combined()'s, in its order), then those a stop left without any event
+    (a stopped run's later variants: a run stopped in its first round listed one of its
+    unstarted variants as `no steps`, another run's not at all), in the run's own order."""
+    names = []
+    for record in records:
+        tag = f"#{record.id} "
+        own = [n for n in variants if n.startswith(tag)]
+        planned = dict.fromkeys([*record.builder.order, *(s.label for s in record.specs)])
+        names += own + [tag + label for label in planned if tag + label not in own]
+    return names
+
+
+def tasks(records, names: list[str], variants: dict) -> dict[str, str]:
+    """Each of `names`' task ("#run variant" -> infer or train): its worker's spec's, else
+    its run's spec of it (a variant a stop left unstarted has no worker's spec: a stopped
+    training run's was put under inference)."""
+    by_tag = {f"#{r.id}": r for r in records}
+    found = {}
+    for name in names:
+        tag, _, variant = name.partition(" ")
+        record, v = by_tag.get(tag), variants.get(name)
+        found[name] = (task_of(v) if v is not None and (v.spec or record is None)
+                       else (record.spec_of(variant).get("task") if record else None) or "infer")
+    return found
+
+
+def tagged_plan(plan: dict, tag: str) -> dict:
+    """A run's `rounds_planned` with its variants named as the compare builder names them
+    ("#1 direct"): untagged, its --baseline named no variant of the builder (the fastest
+    was taken instead) and its order none (the first round's shuffled one was kept)."""
+    return {**plan, "variants": [tag + n for n in plan.get("variants") or []],
+            "orders": [[tag + n for n in order] for order in plan.get("orders") or []],
+            **({"baseline": tag + plan["baseline"]} if plan.get("baseline") else {})}
