@@ -11,8 +11,8 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.backends_list import CheckList
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_replay import replay_app, run_replay, until
-from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 from test_tui_snapshots import on_screen
+from test_tui_walkthrough import held_from, second_variant_held  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -164,20 +164,7 @@ async def test_the_compare_screen_scrolls_keeps_its_row_says_its_export_and_what
 def every_variant_held(monkeypatch):
     """Each replayed variant holds its events until it is stopped: a run stopped before its
     first step."""
-    import threading
-
-    from couplescope.core.replay import PlayedWorker
-
-    started: list[str] = []
-
-    def events(self):
-        started.append(self.spec.label)
-        while not self._stopped:
-            threading.Event().wait(0.01)
-        return
-        yield
-    monkeypatch.setattr(PlayedWorker, "events", events)
-    return started
+    return held_from(monkeypatch, 1)
 
 
 async def test_c_is_offered_only_where_it_compares(every_variant_held):

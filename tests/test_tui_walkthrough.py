@@ -106,10 +106,9 @@ async def test_a_variant_left_out_stays_out_of_the_table_s_ratios_and_the_plot_w
 
 # -- 4. after a stop: what was kept, in words ----------------------------------------------------
 
-@pytest.fixture
-def second_variant_held(monkeypatch):
-    """The recording's second variant holds its events until it is stopped: a run stopped
-    while its second variant's worker starts, the first one measured."""
+def held_from(monkeypatch, first_held: int) -> list[str]:
+    """The recording's variants from the `first_held`-th worker on (1: every one) hold their
+    events until stopped; returns the labels of the workers started, as they start."""
     from couplescope.core.replay import PlayedWorker
 
     play = PlayedWorker.events
@@ -117,13 +116,20 @@ def second_variant_held(monkeypatch):
 
     def events(self):
         started.append(self.spec.label)
-        if len(started) > 1:
+        if len(started) >= first_held:
             while not self._stopped:
                 threading.Event().wait(0.01)
             return
         yield from play(self)
     monkeypatch.setattr(PlayedWorker, "events", events)
     return started
+
+
+@pytest.fixture
+def second_variant_held(monkeypatch):
+    """The recording's second variant holds its events until it is stopped: a run stopped
+    while its second variant's worker starts, the first one measured."""
+    return held_from(monkeypatch, 2)
 
 
 async def test_a_stopped_run_says_what_it_kept_once(second_variant_held):
