@@ -56,3 +56,17 @@ async def test_the_training_verdict_keeps_10_000_on_one_line_at_80_columns():
         lines = [strip.text.strip() for strip in panel.render_lines(Region(0, 0, *panel.size))]
         assert any("10 000" in line for line in lines), lines
         assert not any(re.search(r"\d$", a) and re.match(r"\d{3}\b", b) for a, b in zip(lines, lines[1:])), lines
+
+
+async def test_e_is_offered_only_where_it_exports_and_says_why_when_pressed_anyway():
+    """(The fifth walk's S8 for c, and e the same: offered before any run, it refused.)"""
+    from test_tui_first_use import text
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "r" in footer_keys(app), "the footer")
+        assert "e" not in footer_keys(app), list(footer_keys(app))
+        await pilot.press("e")
+        await until(pilot, lambda: "nothing to export yet" in text(app, "#status"), "e says why")
+        await run_replay(pilot)
+        await until(pilot, lambda: "e" in footer_keys(app), "e offered once a run measured something")

@@ -73,6 +73,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, App
                         "once (copying the traces and drawing summary.png take seconds, on a thread), "
                         "then where it went. A run already exported to that folder is not written "
                         "again: it says where it is."),
+        Binding("e", "why_not('export')", priority=True, show=False,
+                tooltip="while there is no ended run that measured something to export: says so (the "
+                        "footer offers e once there is)."),
         Binding("c", "compare", "compare", priority=True,
                 tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
                         "time; on the compare screen, draw it again with what has arrived since."),
@@ -234,7 +237,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, App
             self.push_screen("help")
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """r where it runs, s where it stops, c where it compares; the other one's why_not
+        """r where it runs, s where it stops, c where it compares, e where it exports; the other one's why_not
         says why not. While the quit question is asked, its answers only, and ctrl+c
         (QuitKey.asking); while the help shows, its keys (help.py)."""
         if self.asking():
@@ -246,6 +249,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, App
             return going == (action == "stop")
         if action == "compare" or action == "why_not" and parameters[0] == "compare":
             return self.comparable() == (action == "compare")
+        if action == "export" or action == "why_not" and parameters[0] == "export":
+            return self.exportable() == (action == "export")
         if action == "why_not":
             return going != (parameters[0] == "stop")
         return True

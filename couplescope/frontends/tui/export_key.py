@@ -37,6 +37,12 @@ class ExportKey:
         if self.screen is not self.main:
             self.notify(words, timeout=8)
 
+    def exportable(self) -> bool:
+        """Whether `e` can act: the run it exports has ended and measured something (the
+        footer offered e before any run, and e then refused)."""
+        record = self.picked()
+        return record is not None and record.status != "running" and bool(record.measured())
+
     def action_export(self) -> None:
         """Export the picked run on a thread (copying its traces and drawing summary.png take
         seconds): the status line says so at once, and where it went when it is done."""

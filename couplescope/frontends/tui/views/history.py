@@ -116,6 +116,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
     def on_data_table_row_highlighted(self, event) -> None:
         self.app.picked_run = self.highlighted()
         self.show_export_note(self.app.picked_run)
+        self.app.refresh_bindings()   # e offered only where the highlighted run can be exported
 
     def show_export_note(self, record) -> None:
         """Under the table: where the highlighted run was exported, the path and the command
