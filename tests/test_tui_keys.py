@@ -223,7 +223,7 @@ async def test_the_footer_keeps_the_run_keys_while_a_number_field_has_focus():
             await type_into(pilot, field)
             shown = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
             # (s while a run goes: the footer offers a key only where it acts)
-            assert {"r", "e", "question_mark", "q"} <= shown, (field, shown)   # c once a run made a call
+            assert {"r", "question_mark", "q"} <= shown, (field, shown)   # c and e once a run made a call
 
 
 async def test_the_footer_is_rebuilt_only_when_the_keys_it_shows_change():
@@ -244,7 +244,7 @@ async def test_the_footer_is_rebuilt_only_when_the_keys_it_shows_change():
         def shows(keys):
             return lambda: {k.key for k in footer.query(FooterKey)} == keys
 
-        run_keys = {"r", "e", "question_mark", "q", "ctrl+p"}   # s while a run goes, c once one made a call
+        run_keys = {"r", "question_mark", "q", "ctrl+p"}   # s while a run goes, c and e once one made a call
         numbers = number_fields(app)
         app.query_one(f"#{numbers[0]}", Input).focus()
         await until(pilot, shows(run_keys), "the run keys")
