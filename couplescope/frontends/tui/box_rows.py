@@ -27,7 +27,7 @@ from couplescope.results import stats
 
 WHISKERS = (95, 75, 50, 25, 5)   # each variant's quintuple: top whisker first
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-#: a box narrower than this many columns is drawn this wide, centred on its median
+#: a box narrower than this many columns is drawn this wide, around its median (widened)
 NARROWEST_BOX = 3
 
 
@@ -106,6 +106,21 @@ def title(plot: BoxPlot, width: int, extra: str, what: str) -> str:
     return key.replace("median,", "median") + (" ▸N ends at N" if plot.cut else "") + extra
 
 
+def widened(low: int, box_low: int, median: int, box_high: int, high: int, columns: int) -> tuple[int, int]:
+    """The box's columns, NARROWEST_BOX wide at least, centred on its median where the
+    whiskers leave room: never over a whisker's end (`├` or `┤`) that lies outside the
+    box, which a box widened to three columns covered (`█┃█───┤`: where did it start?)."""
+    if box_high - box_low + 1 >= NARROWEST_BOX:
+        return box_low, box_high
+    first = low + 1 if low < box_low else box_low     # the whiskers' ends stay in view
+    last = high - 1 if high > box_high else box_high
+    first, last = max(0, first), min(columns - 1, last)
+    start = max(first, min(box_low, median - NARROWEST_BOX // 2))
+    end = min(last, max(box_high, start + NARROWEST_BOX - 1))
+    start = max(first, min(start, end - NARROWEST_BOX + 1))   # short of room on the right: leftwards
+    return start, end
+
+
 def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", what: str = "calls") -> Text:
     """The title, a row per variant (`labels`: the table's box numbers), the axis and its
     values, in `width` columns. `what` the variants timed: calls, or a training's steps."""
@@ -129,11 +144,13 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", wh
         if i in plot.cut:   # where the whisker really ends, right after its arrow
             for k, char in enumerate(end_text(plot.cut[i], plot.unit)[1:], high + 1):
                 cells[k] = (char, "red")
-        if box_high - box_low + 1 < NARROWEST_BOX:
-            box_low = max(0, min(box_low, median - NARROWEST_BOX // 2))
-            box_high = min(columns - 1, max(box_high, box_low + NARROWEST_BOX - 1))
+        box_low, box_high = widened(low, box_low, median, box_high, high, columns)
+        ends = {low: cells[low], high: cells[high]}
         for c in range(box_low, box_high + 1):
             cells[c] = ("┃", f"bold white on {color}") if c == median else ("█", color)
+        for c, cell in ends.items():   # a whisker's end in the box's own column: still shown
+            if c != median:
+                cells[c] = cell
         row = Text(f"\n{label:>{label_width}} │")
         for char, style in cells:
             row.append(char, style=style)
