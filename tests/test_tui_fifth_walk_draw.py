@@ -25,3 +25,16 @@ def test_a_narrow_box_never_covers_the_start_of_its_whisker():
             body = row.split("│", 1)[1]
             assert body.lstrip().startswith("├") and body.rstrip().endswith("┤"), (width, row)
             assert "┃" in body, row
+
+
+# -- S2: a time is written one way everywhere: four significant figures at most ----------------
+
+def test_times_are_written_with_four_figures_at_most_in_the_app_and_the_pictures():
+    from couplescope.export.plot_panels import seconds_text
+    from couplescope.frontends import formatting as fmt
+
+    # the Watch view's `max 116.17 ms` beside `max 11.30 ms`; summary.png's `474 µs` beside `473.3 µs`
+    assert [fmt.seconds(v) for v in (116.17e-3, 11.3e-3, 189.6e-6, 12.345)] == \
+        ["116.2 ms", "11.30 ms", "189.6 µs", "12.35 s"]
+    assert seconds_text(474e-6) == fmt.seconds(474e-6) == "474.0 µs"
+    assert fmt.seconds(999.96e-6) == "1.00 ms"   # not 1000.0 µs

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import textwrap
 
-from couplescope.results import stats
+from couplescope.results import stats, time_text
 
 PHASE_ORDER = ("marshal_in", "h2d", "zero_grad", "forward", "loss", "backward", "allreduce", "step",
                "replay", "train", "d2h", "marshal_out", "load")
@@ -41,11 +41,8 @@ def time_formatter(places: int | None = None):
 
 
 def seconds_text(value: float) -> str:
-    """Four significant figures in the unit the value calls for: 779.3 ms, 4.93 µs."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.4g} {unit}"
-    return f"{value / 1e-9:.4g} ns"
+    """A time as the app and the printer write it (results.time_text): 779.3 ms, 4.9 µs."""
+    return time_text.seconds(value)
 
 
 def _time_axis(axis, low: float, high: float) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from couplescope.protocol import events
+from couplescope.results.time_text import seconds  # noqa: F401 (the one rule, shared with the pictures)
 
 
 def shows_output(spec: dict, finished: bool) -> bool:
@@ -15,20 +16,6 @@ def shows_output(spec: dict, finished: bool) -> bool:
     are dropped by core.runner), worth showing only when the variant did not finish. Either way
     the lines are kept in events.jsonl and, exported, in <variant>.output.log."""
     return str((spec or {}).get("model", "")).endswith(".py") or not finished
-
-
-def seconds(value) -> str:
-    """2.023 s, 12.35 ms, 41.2 µs: three to four significant figures in a readable unit."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    v = float(value)
-    if v >= 1.0:
-        return f"{v:.3f} s"
-    if v >= 1e-3:
-        return f"{v * 1e3:.2f} ms"
-    if v >= 1e-6:
-        return f"{v * 1e6:.1f} µs"
-    return f"{v * 1e9:.0f} ns"
 
 
 def thousands(n: int) -> str:
