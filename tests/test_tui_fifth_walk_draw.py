@@ -38,3 +38,50 @@ def test_times_are_written_with_four_figures_at_most_in_the_app_and_the_pictures
         ["116.2 ms", "11.30 ms", "189.6 µs", "12.35 s"]
     assert seconds_text(474e-6) == fmt.seconds(474e-6) == "474.0 µs"
     assert fmt.seconds(999.96e-6) == "1.00 ms"   # not 1000.0 µs
+
+
+# -- C2: History's run column takes the room it has and keeps what tells runs apart ------------
+
+def made_up(*specs, title: str = "simplenet"):
+    """A run of `specs` with made-up calls (couplescope.core.synthetic), played back on r."""
+    from couplescope.core import replay, synthetic
+
+    return replay.Recording([ev for spec in specs for ev in synthetic.events_for(spec)], title)
+
+
+def spec(**given):
+    from couplescope.protocol.spec import RunSpec
+
+    return RunSpec(**{"model": "simplenet", "warmup": 1, "iterations": 3, "profile_iterations": 0, **given})
+
+
+async def test_history_s_run_column_uses_the_width_it_has_and_keeps_the_differences():
+    from textual.widgets import DataTable
+
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from test_tui_replay import run_replay
+
+    # runs that differ in three settings each (the walk's: warm-up, iterations, what the bridge runs)
+    runs = [made_up(spec(backend="torchscript", name="a"), spec(backend="bridge", name="b", iterations=205)),
+            made_up(spec(backend="torchscript", name="a", warmup=10, threads=2, iterations=10000)),
+            made_up(spec(backend="torchscript", name="a", warmup=10, threads=4, size=8))]
+    app = CoupleScopeApp(load_catalogue=False, recording=runs[0])
+    async with app.run_test(size=(80, 24)) as pilot:
+        for recording in runs:
+            app.recording = recording
+            await run_replay(pilot)
+        await pilot.press("h")
+        table = app.main.query_one("#runs", DataTable)
+        for size in ((160, 48), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            rows = [str(table.get_row(key)[0]).rstrip() for key in table.rows]
+            used = sum(c.get_render_width(table) for c in table.columns.values())
+            assert used == table.scrollable_content_region.width, (size, used, table.size)   # no room left over
+            if size == (160, 48):   # everything that tells them apart, whole
+                assert "…" not in "".join(rows), rows
+                assert "steps" not in rows[1] and "iterations 10 000" in rows[1], rows   # (S1: grouped)
+                assert "warm-up 1," in rows[0] + "," and "threads 4" in rows[2], rows
+            else:   # cut at 80: as many settings as fit, each whole (the walk's `2 backends, …`)
+                assert rows == ["  #1 simplenet  2 backends, warm-up 1, …", "  #2 simplenet  warm-up 10, threads 2, …",
+                                "  #3 simplenet  size 8, threads 4, …"], rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from couplescope.frontends import formatting as fmt
 from couplescope.protocol.option import Option
 
 #: the longest list of a preset's values a field shows; past it, "per variant (preset)"
@@ -36,11 +37,22 @@ def value_text(option: Option, value) -> str:
     return str(value)
 
 
+def value_words(option: Option, value) -> str:
+    """A value as words about the field say it (its blank, History's rows): a whole
+    number's digits grouped as everywhere else (`10 000 (preset)`, `steps 10 000`); what
+    the user types stays as typed (value_text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return fmt.thousands(value)
+    return value_text(option, value)
+
+
 def default_blank(option: Option) -> Blank:
     """The declared default: its own words (`the model's own`), or `VALUE (default)`."""
     if option.default_text:
         return Blank(option.default_text)
-    return Blank(f"{option.default_words()} (default)", option.default)
+    number = isinstance(option.default, int) and not isinstance(option.default, bool)
+    words = value_words(option, option.default) if number else option.default_words()
+    return Blank(f"{words} (default)", option.default)
 
 
 def blank_for(option: Option, preset_values: dict[str, list] | None) -> Blank:
@@ -50,7 +62,7 @@ def blank_for(option: Option, preset_values: dict[str, list] | None) -> Blank:
     values = (preset_values or {}).get(option.name)
     if not values:
         return default_blank(option)
-    shown = [value_text(option, v) for v in values]
+    shown = [value_words(option, v) for v in values]
     if len(values) == 1:
         return Blank(f"{shown[0]} (preset)", values[0])
     listed = ", ".join(shown)

@@ -21,7 +21,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, SelectionLis
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import fields
 from couplescope.frontends.tui.backends_list import CheckList, heading
-from couplescope.frontends.tui.blanks import Blank, blank_for, offered as offered_choices
+from couplescope.frontends.tui.blanks import Blank, blank_for, offered as offered_choices, value_words
 from couplescope.frontends.tui.fields import BACKEND, offered
 from couplescope.frontends.tui.preset_fields import PresetFields, model_blank, name_blank, preset_values
 from couplescope.frontends.tui.run_line import run_line
@@ -228,7 +228,7 @@ class PickForm(PresetFields, Vertical):
         if blank.words.endswith("(preset)"):
             size.placeholder = blank.words
         elif info:
-            size.placeholder = f"{info['default_size']} (model's own)"
+            size.placeholder = f"{value_words(declared.get('size'), info['default_size'])} (model's own)"
         else:
             size.placeholder = "model's own"
         label.update(f"size ({info['size_name']})" if info else "size")
@@ -351,7 +351,7 @@ class PickForm(PresetFields, Vertical):
             values = {getattr(spec, option.name) for spec in specs}
             value = values.pop() if len(values) == 1 else None
             field.placeholder = (blank.words if value is None or value == blank.value
-                                 else f"{value} (default)")
+                                 else f"{value_words(option, value)} (default)")
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "preset":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from couplescope.frontends.tui.blanks import value_text
+from couplescope.frontends.tui.blanks import value_words
 from couplescope.protocol import options
 
 #: what the row names without a difference (task, backends) or the title names (model);
@@ -43,7 +43,7 @@ def backends(record) -> list[str]:
 def _value_words(option, value) -> str:
     if value is None:
         return "default"
-    text = value_text(option, value)
+    text = value_words(option, value)
     if os.sep in text:   # a path (a compiler, a library's folder): its last part
         return os.path.basename(text.rstrip(os.sep)) or text
     return text

@@ -13,10 +13,13 @@ from couplescope.frontends.tui.compare_table import spaced, verdict_text
 from couplescope.frontends.tui.runs_apart import rows_words
 
 
-#: the run column's width: its mark, its name and what tells it from the others (runs_apart.py)
+#: the run column's width at least: its mark, its name and what tells it from the others
+#: (runs_apart.py); it takes what the other columns leave of the table's width
 RUN_WIDTH = 42
-#: the other columns: (key, label, width); each cell after a space (compare_table.spaced)
-COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 9),
+#: the other columns: (key, label, width); each cell after a space (compare_table.spaced).
+#: The fastest median's is a column wider than its longest figure (`116.2 ms`): `169.8 µs
+#: yes` ran into the next column where the header read `fastest  exported`.
+COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 10),
            ("export", "exported", 9))
 
 
@@ -25,16 +28,23 @@ def named(record) -> str:
     return f"{'*' if record.selected else ' '} {record.name}  "
 
 
-def run_cell(record, words: str) -> Text:
-    """`* #2 simplenet  train: torchscript, bridge, size 8,16`; what does not fit is left
-    out whole, after the last setting that fits (`size 8, …`), never cut in a word."""
+def run_cell(record, words: str, width: int = RUN_WIDTH) -> Text:
+    """`* #2 simplenet  train: torchscript, bridge, size 8,16` in `width` columns; what
+    does not fit is left out whole, as many settings kept as fit (the shorter first, each
+    in its place: `2 backends, …` left 14 columns empty where `iterations 205` fitted),
+    `…` saying some are not shown; never cut in a word."""
     text = (named(record) + words).rstrip()
-    if len(text) > RUN_WIDTH:
-        head = text[:RUN_WIDTH - 2]
-        if ", " in head[len(named(record)):]:
-            text = head.rsplit(", ", 1)[0] + ", …"
+    if len(text) > width:
+        pieces = words.split(", ")
+        kept: set[int] = set()
+        for i in sorted(range(len(pieces)), key=lambda i: len(pieces[i])):
+            trial = [pieces[k] for k in sorted(kept | {i})]
+            if len(named(record)) + len(", ".join([*trial, "…"])) <= width:
+                kept.add(i)
+        if kept:
+            text = named(record) + ", ".join([*(pieces[k] for k in sorted(kept)), "…"])
         else:   # one long word (a path): cut
-            text = text[:RUN_WIDTH - 1] + "…"
+            text = text[:width - 1] + "…"
     cell = Text(text)
     cell.stylize("bold", 0, min(len(record.name) + 2, len(text)))
     return cell
@@ -52,13 +62,14 @@ class RunsTable(DataTable):
         super().__init__(cell_padding=0, **kwargs)
         self._records: list = []   # the runs shown, in order: a run's words depend on the others
         self._cells: dict[str, str] = {}   # the run cells as drawn, by row key
+        self.run_width = RUN_WIDTH         # the run column's, as wide as the table leaves it
 
     def _name_runs(self) -> None:
         """Every run's cell again: a run added can make an earlier one's setting a difference
         (#1's `size 8` once #2 ran `size 8,16`)."""
-        words = rows_words(self._records, lambda record: RUN_WIDTH - len(named(record)))
+        words = rows_words(self._records, lambda record: self.run_width - len(named(record)))
         for record in self._records:
-            cell = run_cell(record, words[record.id])
+            cell = run_cell(record, words[record.id], self.run_width)
             key = str(record.id)
             if self._cells.get(key) != cell.plain:
                 self._cells[key] = cell.plain
@@ -69,6 +80,18 @@ class RunsTable(DataTable):
         self.add_column("run", key="run", width=RUN_WIDTH)
         for key, label, width in COLUMNS:
             self.add_column(spaced(label), key=key, width=width)
+
+    def on_resize(self) -> None:
+        """The run column takes what the others leave (at 160 columns it stayed 42 wide
+        and cut the settings that told the runs apart), and its words are said again."""
+        others = sum(width for _, _, width in COLUMNS)
+        width = max(RUN_WIDTH, self.scrollable_content_region.width - others)
+        if width != self.run_width and "run" in self.columns:
+            self.run_width = self.columns["run"].width = width
+            self._require_update_dimensions = True   # (DataTable's: its widths measured again)
+            self._clear_caches()
+            self._name_runs()
+            self.refresh()
 
     def add_run(self, record) -> None:
         self._records.append(record)

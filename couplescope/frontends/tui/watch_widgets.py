@@ -55,9 +55,9 @@ def x_ticks(first: int, last: int, width: int) -> tuple[list[int], list[str]]:
     """
     count = max(2, min(6, (width - 6) // 10))
     if last <= first:
-        return [first], [str(first)]
+        return [first], [fmt.thousands(first)]
     ticks = sorted({round(first + (last - first) * i / (count - 1)) for i in range(count)})
-    return ticks, [str(t) for t in ticks]
+    return ticks, [fmt.thousands(t) for t in ticks]   # `100 004`, as the status line counts
 
 
 class CallNumbers:
