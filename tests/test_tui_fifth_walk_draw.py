@@ -85,3 +85,30 @@ async def test_history_s_run_column_uses_the_width_it_has_and_keeps_the_differen
             else:   # cut at 80: as many settings as fit, each whole (the walk's `2 backends, …`)
                 assert rows == ["  #1 simplenet  2 backends, warm-up 1, …", "  #2 simplenet  warm-up 10, threads 2, …",
                                 "  #3 simplenet  size 8, threads 4, …"], rows
+
+
+# -- S3: History's fastest median stands apart from the next column ----------------------------
+
+def test_history_s_fastest_figures_leave_two_spaces_before_the_next_column():
+    from couplescope.frontends import formatting as fmt
+    from couplescope.frontends.tui.compare_table import spaced
+    from couplescope.frontends.tui.runs_table import COLUMNS
+
+    width = {key: w for key, _, w in COLUMNS}["median"]
+    for value in (169.8e-6, 116.17e-3, 999.9e-6, 2.5):   # `169.8 µs yes` touched; the header read `fastest  exported`
+        assert len(spaced(fmt.seconds(value))) + 1 <= width, fmt.seconds(value)
+
+
+# -- S1: whole numbers grouped in the form's blanks and the plot's axis, typed values as typed -
+
+def test_numbers_are_grouped_in_blanks_and_on_the_plot_s_axis():
+    from couplescope.frontends.tui.blanks import blank_for, default_blank, value_text
+    from couplescope.frontends.tui.watch_widgets import x_ticks
+    from couplescope.protocol import options
+
+    assert blank_for(options.BY_NAME["iterations"], {"iterations": [10000]}).words == "10 000 (preset)"
+    assert default_blank(options.BY_NAME["profile_max_ops"]).words == "10 000 (default)"
+    assert value_text(options.BY_NAME["iterations"], 10000) == "10000"   # what a field holds: as typed
+    ticks, labels = x_ticks(1, 100004, 70)
+    assert labels[-1] == "100 004" and ticks[-1] == 100004, labels
+    assert max(map(len, labels)) < (70 - 6) // len(labels), labels   # each label in its stretch of the axis
