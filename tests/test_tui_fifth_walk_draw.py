@@ -112,3 +112,155 @@ def test_numbers_are_grouped_in_blanks_and_on_the_plot_s_axis():
     ticks, labels = x_ticks(1, 100004, 70)
     assert labels[-1] == "100 004" and ticks[-1] == 100004, labels
     assert max(map(len, labels)) < (70 - 6) // len(labels), labels   # each label in its stretch of the axis
+
+
+# -- C3: one Watch redraw shows the same calls in every figure, under a flood of calls ---------
+
+def flood(calls: int, chunk: int = 25, names=("flood",), **given):
+    """Variants (`names`, one after the other) of `calls` made-up timed calls each, sent as
+    many small batches (a fast model on a loaded machine: the app gets calls faster than
+    it draws them)."""
+    from couplescope.core import replay, synthetic
+    from couplescope.protocol import columns, events
+
+    played = []
+    for name in names:
+        for ev in synthetic.events_for(spec(name=name, iterations=calls, **given)):
+            ev = events.typed(ev)
+            if ev.event != "iterations" or len(ev.calls) <= chunk:
+                played.append(ev)
+                continue
+            for i in range(0, len(ev.calls), chunk):
+                part = [{k: v for k, v in c.items() if k not in ("event", "variant", "kind")}
+                        for c in ev.calls[i:i + chunk]]
+                played.append(events.make("iterations", name, **columns.iteration_columns(
+                    ev.calls[i]["kind"], part[0]["index"], part)))
+    return replay.Recording(played, "simplenet")
+
+
+def fast_redraws(monkeypatch) -> None:
+    """The Watch view redrawn five times as often as in use: frames while the calls of a
+    short flood come."""
+    from couplescope.frontends.tui.views import watch
+
+    monkeypatch.setattr(watch.WatchView, "redraw_seconds", 0.1)
+    monkeypatch.setattr(watch, "FIGURES_SECONDS", 0.2, raising=False)
+
+
+async def test_every_figure_of_a_watch_redraw_names_the_same_calls_under_a_flood(monkeypatch):
+    import re
+
+    from textual.widgets import ProgressBar
+
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.iterations_table import IterationsTable
+    from couplescope.frontends.tui.stats_panel import StatsPanel
+    from couplescope.frontends.tui.views.watch import WatchView
+    from couplescope.frontends.tui.watch_widgets import TimePlot
+    from test_tui_replay import until
+
+    frames = []   # (what the statistics count, the table's last row, the plot's last point, the bar)
+
+    def frame(view) -> None:
+        if not view.query(StatsPanel):   # (the app closing: its widgets gone)
+            return
+        stats = re.search(r"([\d ]+)/[\d ]+ calls", str(view.query_one(StatsPanel).render()))
+        table = view.query_one(IterationsTable)
+        plot = view.query_one(TimePlot)
+        if stats and table.lines:
+            frames.append((int(stats.group(1).replace(" ", "")), int(table.lines[-1].text.split()[0]),
+                           plot.drawn_last, int(view.query_one(ProgressBar).progress)))
+
+    def drawing(original):
+        def draw(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            if not self._dirty:   # drawn (not skipped): the last point the plot shows
+                self.drawn_last = self.points[-1][0] if self.points else None
+        return draw
+
+    def redrawing(original):
+        def redraw(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            frame(self)
+        return redraw
+
+    def resizing(original):   # a new width lays out the statistics again: the same calls
+        def on_resize(self):   # (no event: Textual passes one to a handler that takes *args)
+            original(self)
+            frame(self.screen.query_one(WatchView))
+        return on_resize
+
+    fast_redraws(monkeypatch)
+    monkeypatch.setattr(TimePlot, "drawn_last", None, raising=False)
+    monkeypatch.setattr(TimePlot, "draw", drawing(TimePlot.draw))
+    monkeypatch.setattr(WatchView, "redraw", redrawing(WatchView.redraw))
+    monkeypatch.setattr(StatsPanel, "on_resize", resizing(StatsPanel.on_resize))
+    app = CoupleScopeApp(load_catalogue=False, recording=flood(12000, chunk=10))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs, "the run started")
+        wide = False
+        while app.active is not None:   # new widths while the calls come
+            await pilot.pause(0.3)
+            wide = not wide
+            await pilot.resize_terminal(81 if wide else 80, 24)
+        await pilot.pause()
+    middle = [f for f in frames if 1 < f[0] < 12001]
+    assert len(middle) >= 3, frames   # frames drawn while calls came
+    assert all(len(set(f)) == 1 for f in frames), [f for f in frames if len(set(f)) > 1]
+
+
+# -- C5: the statistics keep their height through a run ---------------------------------------
+
+async def test_the_statistics_keep_their_height_from_variant_to_variant(monkeypatch):
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.views.watch import WatchView
+    from test_tui_replay import until
+
+    heights = []   # (the variant shown, the statistics' height) at each redraw
+
+    def redrawing(original):
+        def redraw(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            if self.query("#stats") and self._shown:
+                stats = self.query_one("#stats")
+                if "checks passed" in str(stats.render()):   # (laid out at its width: not the first show)
+                    heights.append((self._shown, stats.size.height))
+        return redraw
+
+    fast_redraws(monkeypatch)
+    monkeypatch.setattr(WatchView, "redraw", redrawing(WatchView.redraw))
+    # the walk's `bridge` (status and counts on one line at 80 columns) and
+    # `bridge-python-host` (the counts on a second line); 10 000 calls: `n=10 000 timed  noisy`
+    recording = flood(10000, chunk=20, names=("bridge", "bridge-python-host-direct"))
+    app = CoupleScopeApp(load_catalogue=False, recording=recording)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.active is None, "the run ended")
+        await pilot.pause()
+    shown = {name for name, _ in heights}
+    assert shown == {"bridge", "bridge-python-host-direct"}, heights
+    assert len({height for _, height in heights}) == 1, heights
+
+
+# -- S11: the iterations table says which rows it does not list ------------------------------
+
+async def test_the_iterations_table_says_which_calls_it_leaves_out():
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.iterations_table import IterationsTable
+    from test_tui_replay import run_replay
+
+    # the walk's sweep variant: 204 calls (1 warm-up, 200 timed, 3 profiled)
+    app = CoupleScopeApp(load_catalogue=False, recording=made_up(spec(name="sweep-4", iterations=200,
+                                                                      profile_iterations=3)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        view = app.main.query_one("#watch")
+        view._shown = None   # shown again with all its calls at once, as a run in rounds switches to it
+        view.redraw(force=True)
+        await pilot.pause()
+        table = view.query_one(IterationsTable)
+        lines = [line.text.rstrip() for line in table.lines]
+        assert lines[0] == " … calls 1–4 not listed" and lines[1].split()[:2] == ["5", "timed"], lines[:3]
+        assert lines[-1].split()[:2] == ["204", "prof"], lines[-1]
+        assert len(lines[0]) < table.content_size.width, (lines[0], table.content_size)   # whole

@@ -48,12 +48,15 @@ class IterationsTable(RichLog):
     of its visible rows whenever one is added (measured: the largest CPU cost of the app
     while a run goes, CPU the worker's cores need). Rows are written on the app's tick,
     at most MAX_ROWS_PER_DRAW at a time: during a flood of fast iterations it shows the
-    latest of them (their numbers tell), while every iteration is in the statistics.
+    latest of them, while every iteration is in the statistics and the plot; a line where
+    the rows left out would be says how many and which (a 204-call variant's table began
+    at `5 timed`, and nothing said where 1 to 4 were).
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(max_lines=MAX_TABLE_ROWS, min_width=40, wrap=False, auto_scroll=True, **kwargs)
-        self._pending: collections.deque = collections.deque(maxlen=MAX_ROWS_PER_DRAW)  # (number, call)
+        self._pending: list = []   # (number, call) since the last tick
+        self.unit = "calls"        # what a row is: "steps" for a training variant
         self.checks: collections.deque = collections.deque(maxlen=MAX_TABLE_ROWS)  # PASSED/FAILED shown
         self._numbers = CallNumbers()   # as the plot numbers its points
         self.digits = DIGITS            # the number column's (number_digits)
@@ -66,15 +69,21 @@ class IterationsTable(RichLog):
         self.clear_rows()
 
     def add_iterations(self, evs: list[dict]) -> None:
-        numbered = [(self._numbers.number(ev)[0], ev) for ev in evs]   # every call counts
-        self._pending.extend(numbered[-MAX_ROWS_PER_DRAW:])
+        self._pending.extend((self._numbers.number(ev)[0], ev) for ev in evs)   # every call counts
 
     def flush(self) -> None:
         """Write what arrived since the last tick, as one block."""
         if not self._pending:
             return
         text = Text()
-        for number, ev in self._pending:
+        left_out, pending = self._pending[:-MAX_ROWS_PER_DRAW], self._pending[-MAX_ROWS_PER_DRAW:]
+        if left_out:   # (MPI ranks share a number: a number written below is not left out)
+            first, last = left_out[0][0], min(left_out[-1][0], pending[0][0] - 1)
+            which = (f"{self.unit} {fmt.thousands(first)}–{fmt.thousands(last)}" if last > first
+                     else f"{self.unit.removesuffix('s')} {fmt.thousands(first)}")
+            if last >= first:   # `… calls 1–4 not listed`: narrower than the rows, never cut
+                text.append(f" … {which} not listed", style="dim")
+        for number, ev in pending:
             check = "PASSED" if ev["passed"] else "FAILED"
             self.checks.append(check)
             if len(text):

@@ -1,23 +1,21 @@
-"""The watch view's widgets: time plot, running statistics, telemetry (the iterations table: iterations_table.py).
+"""The watch view's time plot and its legend (the statistics: stats_panel.py; the
+iterations table: iterations_table.py).
 
 Each widget is fed batches of events by the app and redraws itself at most a few times
-a second; none of them touches the engine. Statistics come from couplescope.results.stats via
-the run's ResultsBuilder; numbers are written with couplescope.frontends.formatting.
+a second; none of them touches the engine. Numbers are written with
+couplescope.frontends.formatting.
 """
 
 from __future__ import annotations
 
 import time
 
-from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import Static
 
 from couplescope.frontends import formatting as fmt
-from couplescope.frontends.tui.notes import training_verdict
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
-from couplescope.frontends.tui.whole_numbers import wrapped
 from couplescope.results import stats
 
 KIND_SHORT = {"warmup": "warm", "timed": "timed", "profiled": "prof"}
@@ -124,8 +122,13 @@ class TimePlot(RowTickedPlot):
                 self.points[number - 1] = (number, *point)
         self._dirty = True
 
+    def first_calls(self) -> bool:
+        """Whether the plot on screen is empty and calls have come to draw."""
+        return self._drawn_empty and bool(self.points)
+
     def draw(self, force: bool = False) -> None:
-        """Rebuild the plot if there is new data, at most once a second unless forced.
+        """Rebuild the plot if there is new data, at most once a second unless forced (the
+        Watch view forces it at its own rate, with the other figures).
 
         plotext is pure Python and costs tens of milliseconds per build on a busy node, CPU
         the measured worker may need: so few builds, and at most two points per column.
@@ -133,8 +136,7 @@ class TimePlot(RowTickedPlot):
         now = time.monotonic()
         # the first calls after an empty plot are drawn at once: "no calls yet" beside a
         # table of them would contradict it for up to a second
-        first = self._drawn_empty and bool(self.points)
-        if not self._dirty or (not force and not first and now - self._last_draw < 1.0):
+        if not self._dirty or (not force and not self.first_calls() and now - self._last_draw < 1.0):
             return
         self._dirty, self._last_draw, self._drawn_empty = False, now, not self.points
         plt = self.plt
@@ -271,105 +273,3 @@ def calls_done(variant) -> dict[str, int]:
     for it in variant.iterations:
         indices.setdefault(it["kind"], set()).add(it["index"])
     return {kind: len(seen) for kind, seen in indices.items()}
-
-
-def call_counts(variant, spec: dict | None = None) -> str:
-    """"204/204 calls = 200 timed + 1 warm-up + 3 profiled": every call is checked, only
-    the timed ones are in the statistics (n=), so the two totals must not look alike. A
-    training variant's are steps: "10 010/10 010 steps = 10 000 timed + 10 warm-up".
-    `spec`: the variant's as the run asked for it, until its own arrives (a run in rounds
-    names a variant at its round's start, before its worker reports: "0/? calls" of a
-    training variant)."""
-    spec = variant.spec or spec or {}
-    done = calls_done(variant)
-    expected = {"timed": spec.get("iterations"), "warmup": spec.get("warmup"),
-                "profiled": spec.get("profile_iterations")}
-    parts = [f"{fmt.thousands(done['timed'])} timed"] + [
-        f"{fmt.thousands(done[kind])} {KIND_LEGEND[kind]}" for kind in ("warmup", "profiled")
-        if done[kind] or expected[kind]]
-    total = sum(done.values())
-    planned = sum(v or 0 for v in expected.values()) if expected["timed"] else None
-    unit = "steps" if variant.training or spec.get("task") == "train" else "calls"
-    return f"{fmt.thousands(total)}/{fmt.thousands(planned) if planned else '?'} {unit} = " + " + ".join(parts)
-
-
-#: what the statistics say before any run
-NO_RUN = "no run yet: r runs what Pick (p) shows"
-
-
-class StatsPanel(Static):
-    """Running statistics of the timed iterations of the current variant; for a training
-    variant its loss and, once it ends, whether it learnt its task.
-
-    Two lines when they fit, otherwise the call counts get a line of their own (80 columns).
-    Before a variant has reported, what is happening (`waiting`), never "no run yet" while
-    a run is going.
-    """
-
-    _shown: tuple = (None, None, None, False)
-    _waiting: str = NO_RUN
-
-    def on_resize(self) -> None:
-        self.show(*self._shown)
-
-    def waiting(self, text: str) -> None:
-        """What to say until a variant reports (a run starting: its worker, its model)."""
-        self._waiting = text
-        self.show(None, None)
-
-    def show(self, variant, expected: int | None, spec: dict | None = None, stopping: bool = False) -> None:
-        """`spec`: the variant's as the run asked for it (call_counts); `stopping`: its run
-        is being stopped (`s`), so a variant still running says "stopping", not "running"."""
-        self._shown = (variant, expected, spec, stopping)
-        if variant is None:
-            self.update(self._waiting)
-            return
-        s = variant.stats()
-        done = variant.calls.count
-        failed = variant.failed_checks()
-        # the verdict (the headless table's word), then what the checks so far say
-        verdict = variant.verdict
-        status = {"passed": "[green]PASSED[/]", "failed": "[red]FAILED[/]", "error": "[red]ERROR[/]",
-                  "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
-        if stopping and verdict == "running":
-            status = "[yellow]stopping[/]"
-        checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
-                  f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
-        head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
-        if verdict == "stopped" and not done:   # its statistics, counts and loss would all be empty
-            self.update(f"[b]{escape(variant.name)}[/] {status}  nothing measured")
-            return
-        rounds = variant.round_positions and max(variant.round_positions)
-        if rounds and variant.status == "running":   # a run in rounds: where it is
-            head += f"  round {variant.round}"
-        counts = call_counts(variant, spec)
-        width = self.content_size.width or 80
-        sep = "  " if len(Text.from_markup(head)) + 2 + len(counts) <= width else "\n"
-        self.update(wrapped(   # (lines made here: Textual broke `10 000` at its space)
-            f"{head}{sep}{counts}\n"
-            f"median [b]{fmt.seconds(s['median'])}[/]  IQR {fmt.seconds(s['iqr'])}  "
-            f"min {fmt.seconds(s['min'])}  max {fmt.seconds(s['max'])}  n={fmt.thousands(s['n'])} timed"
-            + ("  [yellow]noisy[/]" if s["noisy"] else "")
-            + ("\n" + training_text(variant) if variant.training or (spec or {}).get("task") == "train" else ""),
-            width))
-
-
-def training_text(variant) -> str:
-    """A training variant's loss, first and latest, and once it has ended its task's
-    verdict: `[training] PASSED shift by one place: input 1..5 gives [5. 1. 2. 3. 4.]; ...`
-    (the learned output, in the words of the model's learning task)."""
-    steps = [it for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
-    training = variant.summary.get("training") or {}
-    if steps:
-        last = "at the last" if variant.status != "running" else "now"
-        done = calls_done(variant)   # a step once, not once per rank; as the line above counts them
-        text = (f"loss [b]{fmt.sci(steps[0]['loss'])}[/] at the first step, [b]{fmt.sci(steps[-1]['loss'])}[/] "
-                f"{last} ({fmt.made_words(done['timed'], done['warmup'], 'steps')})")
-    else:
-        text = "loss: no step yet"
-    word, verdict = training_verdict(training)
-    if verdict:   # the verdict's word in its colour, the rest as the worker wrote it
-        rest = verdict.removeprefix(f"[training] {word} " if word else "[training] ")
-        color = "green" if word == "PASSED" else "red"
-        text += "\n[b]\\[training][/] " + (f"[{color}]{word}[/] " if word else "") + escape(rest)
-    return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
@@ -10,10 +12,13 @@ from couplescope.frontends.tui.telemetry_panel import WORDS, TelemetryPanel
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.iterations_table import (TABLE_HEADER, IterationsTable, number_digits, table_header,
                                                         table_width)
-from couplescope.frontends.tui.watch_widgets import PlotLegend, StatsPanel, TimePlot, calls_done
+from couplescope.frontends.tui.stats_panel import StatsPanel
+from couplescope.frontends.tui.watch_widgets import PlotLegend, TimePlot, calls_done
 
 #: the iterations table's box, as app.tcss makes it: wider only for rows that need more
 TABLE_BOX_WIDTH = 44
+#: seconds between redraws of the figures (plotext costs tens of milliseconds a plot)
+FIGURES_SECONDS = 1.0
 
 
 class WatchView(AppView):
@@ -23,14 +28,17 @@ class WatchView(AppView):
     One source for every figure: the run's record (its ResultsBuilder, and `current`, the
     variant the latest event was about). Each redraw draws all of them from it at once, so
     the status line's round, the statistics, the progress, the table and the plot always
-    name the same variant and the same calls. A run in rounds switches variants several
+    name the same variant and the same calls: the figures are redrawn together, at the
+    plot's rate (the plot once redrew once a second and the rest twice, so a frame could
+    show the statistics a second of calls ahead of the plot). A run in rounds switches variants several
     times a second (a round of a fast model takes milliseconds): the view follows the
     variant current at each redraw, never one per event (it drew each switch's empty plot
     at once, then waited a second to draw its calls, by when the next switch had emptied
     it again: the plot stayed empty until the last round).
 
-    Redrawn twice a second (the plot at most once, TimePlot.draw, or at a switch): every
-    redraw is CPU taken from the cores the worker is measured on (benchmarks/ui_perturbation.py)."""
+    Redrawn twice a second, the telemetry; the figures once a second (FIGURES_SECONDS), at
+    once at a switch, an end or a stop: every redraw is CPU taken from the cores the worker
+    is measured on (benchmarks/ui_perturbation.py)."""
 
     key, title = "w", "Watch"
     focus_on = "#iteration-table"
@@ -74,12 +82,14 @@ gives 5 1 2 3 4)."""
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
         self._shown: str | None = None   # the variant whose calls the plot and table hold
         self._round: str | None = None   # what the status line says of the rounds
+        self._figures_at = 0.0           # when the figures were last redrawn (monotonic)
         self.query_one(StatsPanel).show(None, None)
 
     def run_started(self, record) -> None:
         self._shown = self._round = None
         self.query_one(TimePlot).say(f"run #{record.id} starting")
         self.query_one(IterationsTable).clear_rows()
+        self.query_one(StatsPanel).plan(record)   # its lines, from the run's widest words
         # never indeterminate: that bar animates at 15 frames a second (CPU the worker needs)
         self.query_one(ProgressBar).update(total=1, progress=0)
         training = all(spec.task == "train" for spec in record.specs)
@@ -128,6 +138,7 @@ gives 5 1 2 3 4)."""
         digits = number_digits(calls)
         self.query_one("#iterations-header", Static).update(table_header(training, digits))
         self.query_one(IterationsTable).digits = digits
+        self.query_one(IterationsTable).unit = "steps" if training else "calls"
         needed = table_width(digits)
         self.query_one("#iterations-box").styles.width = needed if needed > TABLE_BOX_WIDTH else None
 
@@ -158,13 +169,20 @@ gives 5 1 2 3 4)."""
         switched = name is not None and name != self._shown
         if switched:
             self._switch(record, name)
-        # a switch draws the plot at once (its calls, not the last variant's under its name)
-        self.query_one(TimePlot).draw(force=force or switched)
-        self.query_one(IterationsTable).flush()
         if self._samples:
             samples, self._samples = self._samples, {}
             for node, (sample, unit) in samples.items():
                 self.query_one(TelemetryPanel).show(sample, node, unit)
+        plot = self.query_one(TimePlot)
+        now = time.monotonic()
+        # the figures together, all from what the record holds now: at the plot's rate, at
+        # once at a switch, an end or a stop, and for a variant's first calls ("no calls
+        # yet" beside a table of them would contradict it)
+        if not (force or switched or plot.first_calls() or now - self._figures_at >= FIGURES_SECONDS):
+            return
+        self._figures_at = now
+        plot.draw(force=True)
+        self.query_one(IterationsTable).flush()
         if (self._dirty or switched) and name:
             self._dirty = False
             variant = record.builder.variants.get(name)
@@ -174,7 +192,7 @@ gives 5 1 2 3 4)."""
             self.query_one(StatsPanel).show(variant, expected, record.spec_of(name),
                                             stopping=record.stopping and record is self.app.active)
             if variant is not None and variant.verdict == "stopped" and not variant.calls.count:
-                self.query_one(TimePlot).say(f"{name} stopped: nothing measured")
+                plot.say(f"{name} stopped: nothing measured")
             self._name_round(record, variant)
 
     def _name_round(self, record, variant) -> None:
