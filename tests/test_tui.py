@@ -183,7 +183,7 @@ async def test_catalogue_loads_off_the_ui_thread_with_default_sizes():
         await wait_for(pilot, lambda: app.catalogue_ready, what="the catalogue")
         form = app.query_one("#form")
         assert form.models["cgdrag"]["default_size"] > 0
-        assert str(form.models["cgdrag"]["default_size"]) in app.query_one("#size", Input).placeholder
+        assert f"{form.models['cgdrag']['default_size']:,}".replace(",", " ") in app.query_one("#size", Input).placeholder
         assert app.query_one("#device", Select).value == "cpu" or app.query_one("#device", Select).is_blank()
 
 

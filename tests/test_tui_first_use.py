@@ -69,7 +69,7 @@ def assert_the_form_shows_the_preset(app) -> None:
     steps, warmup = specs[0].iterations, specs[0].warmup
     form = app.main.query_one("#form")
     assert form.query_one("#task", Select).prompt == "train (preset)"
-    assert form.query_one("#iterations", Input).placeholder == f"{steps} (preset)"
+    assert form.query_one("#iterations", Input).placeholder == f"{fmt.thousands(steps)} (preset)"   # grouped
     assert form.query_one("#warmup", Input).placeholder == f"{warmup} (preset)"
     rows = [str(form.query_one("#backends", SelectionList).get_option_at_index(i).prompt)
             for i in range(form.query_one("#backends", SelectionList).option_count)]
@@ -128,7 +128,7 @@ async def test_a_blank_number_field_shows_what_the_request_gives_every_variant()
         if steps is None:   # decided later, in the worker: the declaration's words
             assert shown == declared.get("iterations").default_words(), shown
         else:
-            assert shown.startswith(f"{steps} ") and f"{fmt.thousands(steps)} timed steps" in text(app, "#preview"), shown
+            assert shown.startswith(f"{fmt.thousands(steps)} ") and f"{fmt.thousands(steps)} timed steps" in text(app, "#preview"), shown
 
 
 async def test_a_list_never_offers_the_value_its_blank_stands_for():

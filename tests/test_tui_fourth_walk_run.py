@@ -64,13 +64,15 @@ def assert_on_their_rows(labels: list[tuple[int, float]], where) -> None:
 
 async def test_the_time_plots_y_labels_name_the_rows_they_sit_on_at_any_height():
     app = replay_app("preset-train")
-    async with app.run_test(size=(80, 21)) as pilot:   # 3 rows, then 10: plotext's 7 ticks fall between
+    # 3 rows, then 10: plotext's 7 ticks fall between (the statistics take 5 lines at 80
+    # columns: the counts and `n=` on lines of their own for the whole run)
+    async with app.run_test(size=(80, 22)) as pilot:
         await run_replay(pilot)
         plot = app.main.query_one("#plot")
         assert_on_their_rows(y_labels(plot), 21)
-        await pilot.resize_terminal(80, 28)   # the rows are counted again
+        await pilot.resize_terminal(80, 29)   # the rows are counted again
         await until(pilot, lambda: plot.size.height == 8 + 7, ("the plot grown", plot.size))
-        assert_on_their_rows(y_labels(plot), 28)
+        assert_on_their_rows(y_labels(plot), 29)
 
 
 async def test_the_sweep_plots_y_labels_name_the_rows_they_sit_on():

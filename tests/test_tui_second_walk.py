@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, Select, SelectionList
 
 from couplescope.core import request
 from couplescope.core.request import RunOptions
+from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
@@ -57,7 +58,7 @@ async def test_a_field_changed_after_the_preset_overrides_it_visibly():
         steps = request.build(RunOptions(preset=PRESET)).specs[0].iterations
         form.query_one("#iterations", Input).value = "50"
         await until(pilot, lambda: re.search(r"\b50\b", text(app, "#preview")), text(app, "#preview"))
-        assert f"iterations 50 in place of {steps} (preset)" in " ".join(text(app, "#preview").split())
+        assert f"iterations 50 in place of {fmt.thousands(steps)} (preset)" in " ".join(text(app, "#preview").split())
         assert any("(preset)" in row for row in rows(backends))
         backends.select("bridge")                       # a tick: the preset's backends no longer run
         await until(pilot, lambda: "all with bridge" in text(app, "#preview"), text(app, "#preview"))

@@ -141,7 +141,7 @@ class StatsPanel(Static):
 
     def _lay_out(self) -> None:
         self._width = self.content_size.width
-        width = self._width or 80
+        width = self._width or self.app.size.width - 2   # (before its first layout: its padding's)
         if self._parts is None:
             text = self._waiting
         elif len(self._parts) == 1:
