@@ -50,12 +50,13 @@ def counts_words(done: dict[str, int], spec: dict, training: bool) -> str:
     return f"{fmt.thousands(total)}/{fmt.thousands(planned) if planned else '?'} {unit} = " + " + ".join(parts)
 
 
-def widest_words(record) -> tuple[int, int, int, int]:
+def widest_words(record) -> tuple[int, int, int, int, str]:
     """The widest the run's variants can make the panel's pieces, in columns: the head
     (the longest name, `stopping`, every call checked, the last round), the counts (every
-    call made), the figures (`median 999.9 µs ... max 999.9 µs`) and `n=10 000 timed  noisy`."""
+    call made), the figures (`median 999.9 µs ... max 999.9 µs`) and `n=10 000 timed  noisy`;
+    and a training run's widest loss line (its lines are counted at the panel's width)."""
     rounds = getattr(record.request, "rounds", None) or 1
-    head = counts = timed = 0
+    head = counts = timed = warmup = 0
     for spec in record.specs:
         asked = spec.to_dict()
         planned = {"timed": spec.iterations or 0, "warmup": spec.warmup or 0,
@@ -64,9 +65,12 @@ def widest_words(record) -> tuple[int, int, int, int]:
         head = max(head, len(f"{spec.label} stopping  {total} checks passed")
                    + (len(f"  round {rounds}") if rounds > 1 else 0))
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
-        timed = max(timed, planned["timed"])
+        timed, warmup = max(timed, planned["timed"]), max(warmup, planned["warmup"])
     figures = len(f"median {WIDEST_TIME}  IQR {WIDEST_TIME}  min {WIDEST_TIME}  max {WIDEST_TIME}")
-    return head, counts, figures, len(f"n={fmt.thousands(timed)} timed  noisy")
+    loss = fmt.sci(-1.0)   # -1.0000E+00: the widest a loss is written
+    losses = (f"loss {loss} at the first step, {loss} at the last ({fmt.made_words(timed, warmup, 'steps')})"
+              if any(spec.task == "train" for spec in record.specs) else "")
+    return head, counts, figures, len(f"n={fmt.thousands(timed)} timed  noisy"), losses
 
 
 #: what the statistics say before any run
@@ -86,7 +90,7 @@ class StatsPanel(Static):
 
     _parts: tuple | None = None   # (head, counts, figures, n=, the rest) as the last show made them
     _waiting: str = NO_RUN
-    _widest: tuple = (0, 0, 0, 0)  # widest_words of the run shown
+    _widest: tuple = (0, 0, 0, 0, "")  # widest_words of the run shown
     _most = 0                      # the lines it has had in this run (at this width)
     _width = 0                     # the width they were laid out in
 
@@ -147,17 +151,24 @@ class StatsPanel(Static):
         elif len(self._parts) == 1:
             text = self._parts[0]
         else:
-            head, counts, figures, count, rest = self._parts
-            # the run's widest decides, or this variant's words where they are wider still
-            widest = [max(w, len(Text.from_markup(p))) for w, p in zip(self._widest, self._parts)]
-            after_head = "  " if widest[0] + 2 + widest[1] <= width else "\n"
-            after_figures = "  " if widest[2] + 2 + widest[3] <= width else "\n"
-            text = f"{head}{after_head}{counts}\n{figures}{after_figures}{count}" + (f"\n{rest}" if rest else "")
+            text = self._lines(*self._parts, width)
+            losses = self._widest[4]
+            if losses:   # a training run's loss line as wide as it gets: its lines kept from the first step
+                planned = wrapped(self._lines(*self._parts[:4], losses, width), width)
+                self._most = max(self._most, planned.plain.count("\n") + 1)
         shown = wrapped(text, width)   # (lines made here: Textual broke `10 000` at its space)
         self._most = max(self._most, shown.plain.count("\n") + 1)
         if self._parts is not None:    # a run's: it keeps its height
             self.styles.min_height = self._most
         self.update(shown)
+
+    def _lines(self, head: str, counts: str, figures: str, count: str, rest: str, width: int) -> str:
+        """The pieces on their lines: where the run's widest (or these, wider still) fit
+        one line, one line."""
+        widest = [max(w, len(Text.from_markup(p))) for w, p in zip(self._widest[:4], (head, counts, figures, count))]
+        after_head = "  " if widest[0] + 2 + widest[1] <= width else "\n"
+        after_figures = "  " if widest[2] + 2 + widest[3] <= width else "\n"
+        return f"{head}{after_head}{counts}\n{figures}{after_figures}{count}" + (f"\n{rest}" if rest else "")
 
 
 def training_text(variant) -> str:
