@@ -139,12 +139,11 @@ def flood(calls: int, chunk: int = 25, names=("flood",), **given):
 
 
 def fast_redraws(monkeypatch) -> None:
-    """The Watch view redrawn five times as often as in use: frames while the calls of a
+    """The Watch view redrawn ten times as often as in use: frames while the calls of a
     short flood come."""
-    from couplescope.frontends.tui.views import watch
+    from couplescope.frontends.tui.views.watch import WatchView
 
-    monkeypatch.setattr(watch.WatchView, "redraw_seconds", 0.1)
-    monkeypatch.setattr(watch, "FIGURES_SECONDS", 0.2, raising=False)
+    monkeypatch.setattr(WatchView, "redraw_seconds", 0.1)
 
 
 async def test_every_figure_of_a_watch_redraw_names_the_same_calls_under_a_flood(monkeypatch):

@@ -122,13 +122,9 @@ class TimePlot(RowTickedPlot):
                 self.points[number - 1] = (number, *point)
         self._dirty = True
 
-    def first_calls(self) -> bool:
-        """Whether the plot on screen is empty and calls have come to draw."""
-        return self._drawn_empty and bool(self.points)
-
     def draw(self, force: bool = False) -> None:
         """Rebuild the plot if there is new data, at most once a second unless forced (the
-        Watch view forces it at its own rate, with the other figures).
+        Watch view redraws once a second and forces it: every figure of a redraw the same calls).
 
         plotext is pure Python and costs tens of milliseconds per build on a busy node, CPU
         the measured worker may need: so few builds, and at most two points per column.
@@ -136,7 +132,8 @@ class TimePlot(RowTickedPlot):
         now = time.monotonic()
         # the first calls after an empty plot are drawn at once: "no calls yet" beside a
         # table of them would contradict it for up to a second
-        if not self._dirty or (not force and not self.first_calls() and now - self._last_draw < 1.0):
+        first = self._drawn_empty and bool(self.points)
+        if not self._dirty or (not force and not first and now - self._last_draw < 1.0):
             return
         self._dirty, self._last_draw, self._drawn_empty = False, now, not self.points
         plt = self.plt

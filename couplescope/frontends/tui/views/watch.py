@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
@@ -17,8 +15,6 @@ from couplescope.frontends.tui.watch_widgets import PlotLegend, TimePlot, calls_
 
 #: the iterations table's box, as app.tcss makes it: wider only for rows that need more
 TABLE_BOX_WIDTH = 44
-#: seconds between redraws of the figures (plotext costs tens of milliseconds a plot)
-FIGURES_SECONDS = 1.0
 
 
 class WatchView(AppView):
@@ -36,15 +32,15 @@ class WatchView(AppView):
     at once, then waited a second to draw its calls, by when the next switch had emptied
     it again: the plot stayed empty until the last round).
 
-    Redrawn twice a second, the telemetry; the figures once a second (FIGURES_SECONDS), at
-    once at a switch, an end or a stop: every redraw is CPU taken from the cores the worker
-    is measured on (benchmarks/ui_perturbation.py)."""
+    Redrawn once a second, the plot's rate (plotext costs tens of milliseconds a plot), and
+    at once at an end or a stop: every redraw is CPU taken from the cores the worker is
+    measured on (benchmarks/ui_perturbation.py)."""
 
     key, title = "w", "Watch"
     focus_on = "#iteration-table"
     follows = frozenset({"run_started", "round_started", "iteration", "variant_finished", "variant_failed",
                          "telemetry"})
-    redraw_seconds = 0.5
+    redraw_seconds = 1.0
     help = """\
 per-iteration time of the running variant with one line per phase (marshal in: the
 simulation's arrays made into tensors; host to device; forward; device to host; marshal
@@ -82,7 +78,6 @@ gives 5 1 2 3 4)."""
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
         self._shown: str | None = None   # the variant whose calls the plot and table hold
         self._round: str | None = None   # what the status line says of the rounds
-        self._figures_at = 0.0           # when the figures were last redrawn (monotonic)
         self.query_one(StatsPanel).show(None, None)
 
     def run_started(self, record) -> None:
@@ -174,14 +169,7 @@ gives 5 1 2 3 4)."""
             for node, (sample, unit) in samples.items():
                 self.query_one(TelemetryPanel).show(sample, node, unit)
         plot = self.query_one(TimePlot)
-        now = time.monotonic()
-        # the figures together, all from what the record holds now: at the plot's rate, at
-        # once at a switch, an end or a stop, and for a variant's first calls ("no calls
-        # yet" beside a table of them would contradict it)
-        if not (force or switched or plot.first_calls() or now - self._figures_at >= FIGURES_SECONDS):
-            return
-        self._figures_at = now
-        plot.draw(force=True)
+        plot.draw(force=True)   # the figures together, all from what the record holds now
         self.query_one(IterationsTable).flush()
         if (self._dirty or switched) and name:
             self._dirty = False
