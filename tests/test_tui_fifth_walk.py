@@ -70,3 +70,16 @@ async def test_e_is_offered_only_where_it_exports_and_says_why_when_pressed_anyw
         await until(pilot, lambda: "nothing to export yet" in text(app, "#status"), "e says why")
         await run_replay(pilot)
         await until(pilot, lambda: "e" in footer_keys(app), "e offered once a run measured something")
+
+
+async def test_the_focused_run_button_runs_on_enter():
+    """(The sixth walk-through: the Run button took the focus, and Enter on it did nothing;
+    nor did a click. Enter is a Textual button's key; space is not.)"""
+    key = "enter"
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "r" in footer_keys(app), "the footer")
+        app.query_one("#run").focus()
+        await until(pilot, lambda: app.focused is app.query_one("#run"), "the Run button focused")
+        await pilot.press(key)
+        await until(pilot, lambda: len(app.runs) == 1, f"{key} on the Run button started a run")

@@ -120,7 +120,8 @@ class PickForm(PresetFields, Vertical):
         with VerticalScroll(id="pick-fields", can_focus=False):
             yield from self._fields(a, model_names, preset_names)
         with Horizontal(id="run-bar"):
-            yield Button("Run (r)", id="run", variant="success", compact=True)
+            # pressed (Enter, space, a click), it is r: it took the focus and did nothing
+            yield Button("Run (r)", id="run", variant="success", compact=True, action="app.run")
             yield Static("", id="preview")
 
     def _fields(self, a: RunOptions, model_names, preset_names) -> ComposeResult:

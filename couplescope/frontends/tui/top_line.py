@@ -17,6 +17,7 @@ underline (the active tab's label still stands out), not a row of the view under
 from __future__ import annotations
 
 from textual import events
+from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent
 
 from couplescope.frontends.tui import messages as m
@@ -122,7 +123,11 @@ class TopLine:
 
     def _show_status(self, text: str, where: str = "") -> None:
         shown = text + where if where and not self.history_shown() else text
-        self.main.query_one("#status", Static).update(shown)
+        try:
+            status = self.main.query_one("#status", Static)
+        except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
+            return
+        status.update(shown)
 
     @m.while_shown
     def on_form_changed(self, msg: m.FormChanged) -> None:
