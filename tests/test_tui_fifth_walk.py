@@ -8,7 +8,7 @@ import pytest
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
-from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
+from test_tui_walkthrough import compared, second_variant_held, stopped_at_second_variant  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -18,13 +18,8 @@ async def test_a_stopped_training_runs_unstarted_variants_are_compared_as_traini
     inference, and the compare offered an inference table of variants that made nothing."""
     app = replay_app("preset-train")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
-        await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
-        table = app.screen.query_one("#compare-table")
+        await stopped_at_second_variant(pilot, second_variant_held)
+        table = await compared(pilot)
         await until(pilot, lambda: table.row_count >= 1, "the compare's rows")
         await pilot.pause()
         assert "tab" not in footer_keys(app), list(footer_keys(app))   # no inference table to go to

@@ -59,7 +59,7 @@ async def test_history_s_run_column_uses_the_width_it_has_and_keeps_the_differen
     from textual.widgets import DataTable
 
     from couplescope.frontends.tui.app import CoupleScopeApp
-    from test_tui_replay import run_replay
+    from test_tui_replay import run_each
 
     # runs that differ in three settings each (the walk's: warm-up, iterations, what the bridge runs)
     runs = [made_up(spec(backend="torchscript", name="a"), spec(backend="bridge", name="b", iterations=205)),
@@ -67,10 +67,7 @@ async def test_history_s_run_column_uses_the_width_it_has_and_keeps_the_differen
             made_up(spec(backend="torchscript", name="a", warmup=10, threads=4, size=8))]
     app = CoupleScopeApp(load_catalogue=False, recording=runs[0])
     async with app.run_test(size=(80, 24)) as pilot:
-        for recording in runs:
-            app.recording = recording
-            await run_replay(pilot)
-        await pilot.press("h")
+        await run_each(pilot, runs)
         table = app.main.query_one("#runs", DataTable)
         for size in ((160, 48), (80, 24)):
             await pilot.resize_terminal(*size)

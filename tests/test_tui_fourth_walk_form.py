@@ -20,7 +20,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
-from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
+from test_tui_walkthrough import compared, second_variant_held, stopped_at_second_variant  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -299,13 +299,8 @@ async def test_a_sweep_plot_says_which_variants_it_does_not_draw():
 async def test_a_compare_of_one_measured_variant_shows_no_ratio(second_variant_held):
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
-        await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
-        table = app.screen.query_one("#compare-table")
+        await stopped_at_second_variant(pilot, second_variant_held)
+        table = await compared(pilot)
         await until(pilot, lambda: table.row_count == 2, "both variants' rows")
         labels = [str(c.label).strip() for c in table.columns.values()]
         assert "vs fastest" not in labels and "1.00x" not in on_screen(app), labels

@@ -66,6 +66,14 @@ async def run_replay(pilot) -> None:
     await pilot.pause()
 
 
+async def run_each(pilot, recordings) -> None:
+    """Each recording played as a run of its own, one after the other, then History shown."""
+    for recording in recordings:
+        pilot.app.recording = recording
+        await run_replay(pilot)
+    await pilot.press("h")
+
+
 async def test_the_watch_view_shows_the_last_variant_its_rows_and_statistics():
     app = replay_app("two-backends")
     async with app.run_test(size=SIZE) as pilot:

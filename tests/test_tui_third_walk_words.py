@@ -19,7 +19,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.messages import EventsArrived
 from couplescope.protocol.spec import RunSpec
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import replay_app, run_each, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -48,10 +48,7 @@ async def test_history_tells_apart_runs_that_differ_only_in_size_or_threads():
             made_up(spec(size=8, threads=2, name="simplenet-torchscript-8"))]
     app = CoupleScopeApp(load_catalogue=False, recording=runs[0])
     async with app.run_test(size=(80, 24)) as pilot:
-        for recording in runs:
-            app.recording = recording
-            await run_replay(pilot)
-        await pilot.press("h")
+        await run_each(pilot, runs)
         await pilot.pause()
         first, second, third = history_rows(app)
         assert len({first[3:], second[3:], third[3:]}) == 3, (first, second, third)

@@ -125,6 +125,21 @@ def held_from(monkeypatch, first_held: int) -> list[str]:
     return started
 
 
+async def stopped_at_second_variant(pilot, held: list[str]) -> None:
+    """r, then s once the second variant's worker started (held: second_variant_held)."""
+    await pilot.press("r")
+    await until(pilot, lambda: len(held) == 2, "the second variant's worker started")
+    await pilot.press("s")
+    await until(pilot, lambda: pilot.app.active is None, "the stopped run ended")
+
+
+async def compared(pilot):
+    """c, and the compare screen's table once it is on the screen."""
+    await pilot.press("c")
+    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "compare")
+    return pilot.app.screen.query_one("#compare-table")
+
+
 @pytest.fixture
 def second_variant_held(monkeypatch):
     """The recording's second variant holds its events until it is stopped: a run stopped
@@ -135,10 +150,7 @@ def second_variant_held(monkeypatch):
 async def test_a_stopped_run_says_what_it_kept_once(second_variant_held):
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        await stopped_at_second_variant(pilot, second_variant_held)
         record = app.runs[1]
         assert record.status == "stopped"
         status = str(app.main.query_one("#status").render())
