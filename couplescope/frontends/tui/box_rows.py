@@ -27,7 +27,7 @@ from couplescope.results import stats
 
 WHISKERS = (95, 75, 50, 25, 5)   # each variant's quintuple: top whisker first
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-#: a box narrower than this many columns is drawn this wide, around its median (widened)
+#: a box narrower than this many columns is drawn this wide, around its median (placed)
 NARROWEST_BOX = 3
 
 
@@ -106,19 +106,31 @@ def title(plot: BoxPlot, width: int, extra: str, what: str) -> str:
     return key.replace("median,", "median") + (" ▸N ends at N" if plot.cut else "") + extra
 
 
-def widened(low: int, box_low: int, median: int, box_high: int, high: int, columns: int) -> tuple[int, int]:
-    """The box's columns, NARROWEST_BOX wide at least, centred on its median where the
-    whiskers leave room: never over a whisker's end (`├` or `┤`) that lies outside the
-    box, which a box widened to three columns covered (`█┃█───┤`: where did it start?)."""
-    if box_high - box_low + 1 >= NARROWEST_BOX:
-        return box_low, box_high
-    first = low + 1 if low < box_low else box_low     # the whiskers' ends stay in view
-    last = high - 1 if high > box_high else box_high
-    first, last = max(0, first), min(columns - 1, last)
-    start = max(first, min(box_low, median - NARROWEST_BOX // 2))
-    end = min(last, max(box_high, start + NARROWEST_BOX - 1))
-    start = max(first, min(start, end - NARROWEST_BOX + 1))   # short of room on the right: leftwards
-    return start, end
+def placed(low: int, box_low: int, median: int, box_high: int, high: int, columns: int) -> tuple[int, int, int, int]:
+    """The columns a variant's row is drawn in: its whiskers' ends and its box, the box
+    NARROWEST_BOX wide at least, centred on its median, and each whisker's end outside
+    the box, a column beyond it where the box would cover it. A whisker's end in a box's
+    column was lost: a box widened over it (`█┃█───┤`: where did it start?), or a box
+    whose 5th, 25th percentile and median share a column at the axis's start drawn two
+    cells wide without its `├` (`┃█┤`). The median is at least a column from the axis's
+    start (draw() leaves two), so the `├` always has its column; the margin after the
+    axis leaves the `┤` its own."""
+    if box_high - box_low + 1 < NARROWEST_BOX:   # a narrow box: three wide around its median
+        half = NARROWEST_BOX // 2
+        box_low = min(max(0, median - half), columns - NARROWEST_BOX)
+        box_high = box_low + NARROWEST_BOX - 1
+    return min(low, box_low - 1), box_low, box_high, max(high, box_high + 1)
+
+
+def room_before(plot: BoxPlot, columns: int, before: int = 2) -> float:
+    """The axis's start: the plot's, or lower where the lowest whisker would lie within
+    `before` columns of it (a box near zero time beside slower ones: the axis starts at
+    zero), so that a narrow box there keeps its `├` left of it."""
+    lowest = min(q[-1] for q in plot.quintuples)
+    span = plot.top - plot.bottom
+    if columns <= before + 1 or span <= 0 or (lowest - plot.bottom) / span * (columns - 1) >= before:
+        return plot.bottom
+    return lowest - before * (plot.top - lowest) / (columns - 1 - before)
 
 
 def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", what: str = "calls") -> Text:
@@ -127,15 +139,17 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", wh
     label_width = max(len(label) for label in labels)
     margin = max([len(end_text(v, plot.unit)) for v in plot.cut.values()] or [1])
     columns = max(10, width - label_width - 2 - margin)
-    span = (plot.top - plot.bottom) or 1.0
+    bottom = room_before(plot, columns)
+    span = (plot.top - bottom) or 1.0
 
     def col(value: float) -> int:
-        return min(columns - 1, max(0, round((value - plot.bottom) / span * (columns - 1))))
+        return min(columns - 1, max(0, round((value - bottom) / span * (columns - 1))))
 
     out = Text(title(plot, width, title_extra, what), style="bold")
     for i, (label, q) in enumerate(zip(labels, plot.quintuples), 1):
         color = rich_color(COLORS[(i - 1) % len(COLORS)])
         high, box_high, median, box_low, low = (col(v) for v in q)
+        low, box_low, box_high, high = placed(low, box_low, median, box_high, high, columns)
         cells = [(" ", "")] * (columns + margin)
         for c in range(low, high + 1):
             cells[c] = ("─", color)
@@ -144,19 +158,15 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", wh
         if i in plot.cut:   # where the whisker really ends, right after its arrow
             for k, char in enumerate(end_text(plot.cut[i], plot.unit)[1:], high + 1):
                 cells[k] = (char, "red")
-        box_low, box_high = widened(low, box_low, median, box_high, high, columns)
-        ends = {low: cells[low], high: cells[high]}
         for c in range(box_low, box_high + 1):
             cells[c] = ("┃", f"bold white on {color}") if c == median else ("█", color)
-        for c, cell in ends.items():   # a whisker's end in the box's own column: still shown
-            if c != median:
-                cells[c] = cell
         row = Text(f"\n{label:>{label_width}} │")
         for char, style in cells:
             row.append(char, style=style)
         row.rstrip()
         out.append_text(row)
-    ticks = [(col(v), f"{v:g}") for v in nice_ticks(plot.bottom, plot.top, max(1, columns // 12))]
+    # no time below zero is labelled (the axis may start a little below it: room_before)
+    ticks = [(col(v), f"{v + 0.0:g}") for v in nice_ticks(bottom, plot.top, max(1, columns // 12)) if v >= 0]
     axis = ["─"] * columns
     values = [" "] * (columns + margin)
     free = 0   # the first column a value may be written from
