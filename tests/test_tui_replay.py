@@ -154,8 +154,13 @@ async def test_compare_at_80_columns_fits_every_column_of_long_names():
         assert "simplenet-bridge-compiled-2-python-host" not in names
         whole = {word for name in app.screen.all_names for word in name.split("-")}
         cut = [n for n in names if "…" in n]
-        assert cut and all(set(piece.split("-")) <= whole for n in cut for piece in n.split("…") if piece), names
-        assert len(set(names)) == len(names), names   # cut between words, and told apart
+        assert cut, names
+        for n in cut:   # whole words, the last one at a name's cut end the start of one (`-pyth…`)
+            pieces = [piece.split("-") for piece in n.split("…") if piece]
+            last = pieces[-1].pop() if n.endswith("…") else ""
+            assert all(set(piece) <= whole for piece in pieces), names
+            assert not last or any(w.startswith(last) for w in whole) and len(last) >= 3, names
+        assert len(set(names)) == len(names), names   # cut between words or at a word's end, told apart
         assert max(len(n) for n in names) < table.columns["variant"].width
         assert max(row.height for row in table.rows.values()) == 1
 

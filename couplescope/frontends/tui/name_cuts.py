@@ -2,11 +2,11 @@
 
 The compare table gives a name what is left of the screen's width. A name cut anywhere
 in its middle lost half a word (`#3 direct…hon-host`: "python" cut to "hon"), which
-reads as nothing; so a name is cut between its words ("-" or "_" separated): a run of
-words left out is one ellipsis (`direct-python…`, `bridge…host`). Which words stay is
-chosen by what tells the names apart, then by how much stays. A word is cut, keeping
-its start (`…torchscr…`), only where that tells a name from more of the others than
-whole words can (when no whole word fits, or only one every name holds).
+reads as nothing; so a name is cut between its words ("-" or "_" separated), a run of
+words left out one ellipsis (`direct-python…`, `…bridge…`), or at its end, a word there
+keeping its start (`direct-pyt…`). Which words stay is chosen by what tells the names
+apart, then a start that differs from the others' (kept, the name cut from its end:
+`direct…host` dropped "python", the word that says what it is), then by how much stays.
 """
 
 from __future__ import annotations
@@ -84,17 +84,25 @@ def told_from(kept: list[str], others: list[set[str]], start: str = "") -> int:
 
 def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tuple[tuple, str, list[str], str]]:
     """Every way to write `rest` in `room` characters, best first, with its score: how
-    many of the other names it is told from (`others`: their words), then whole words
-    before a word cut to its start (WORD_START characters of it at least) before none
-    kept, then the fewest ellipses (the fewest pieces to read), then the characters of
-    its words kept, then its first words kept. Each as (score, text, its whole words, the start of a word cut)."""
+    many of the other names it is told from (`others`: their words), then something
+    kept before nothing, then a start that differs from theirs kept, cut from its end
+    (`direct-pyt…` beside `direct`, `bridge`, `bridge-python-host`), before words from
+    its middle or end (`direct…host`: "python", which tells what it is, gone while
+    "host" stayed; a start every other name has, `simplenet…`, is not preferred so),
+    then whole words before a word cut to its start (WORD_START characters of it at
+    least), then the fewest ellipses (the fewest pieces to read), then the characters
+    kept, then its first words kept. Each as (score, text, its whole words, the start
+    of a word cut)."""
     words, seps = words_of(rest)
+    differs = any(words[0] not in other for other in others)   # its first word tells it from one
     found = []
     for kept in product((1, 0), repeat=len(words)):
         text = joined(words, seps, kept, lead)
         if len(text) <= room:
             whole = [w for w, k in zip(words, kept) if k]
-            score = (told_from(whole, others), 0 if whole else -2, -text.count("…"), sum(map(len, whole)), kept)
+            start = differs and bool(whole) and list(kept) == sorted(kept, reverse=True)   # its first words
+            score = (told_from(whole, others), bool(whole), start, True, -text.count("…"), sum(map(len, whole)),
+                     kept)
             found.append((score, text, whole, ""))
     at = 0
     for word, sep in zip(words, seps):
@@ -103,7 +111,7 @@ def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tu
             text = ("…" if lead else "") + rest[:end] + "…"
             if len(text) <= room:
                 whole = [w for w in words_of(rest[:at])[0] if w]
-                score = (told_from(whole, others, rest[at:end]), -1, -text.count("…"), end, ())
+                score = (told_from(whole, others, rest[at:end]), True, differs, False, -text.count("…"), end, ())
                 found.append((score, text, whole, rest[at:end]))
         at += len(word)
     return sorted(found, key=lambda item: item[0], reverse=True)
@@ -116,8 +124,9 @@ def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None
     simplenet; "" for names without a tag: `simplen…chscript` lost what told it from the
     others' `direct`, `bridge` and kept what the title says); then each name longer than
     the width keeps the words that tell it from the most of its run's other names
-    (`direct-python…` beside `direct` and `bridge-python-host`), then the most it can; a
-    word is cut, its start kept, only where that tells it from more of them. A name left
+    (`direct-python…` beside `direct` and `bridge-python-host`), its start first where
+    that differs from theirs (`direct-pyt…`, not `direct…host`), then the most it can;
+    a word is cut only keeping its start. A name left
     the same as an earlier one takes its best way that tells it from that one. The run's
     tag is kept whole."""
     if all(len(n) <= width for n in names):
