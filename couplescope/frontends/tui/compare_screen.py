@@ -186,7 +186,7 @@ class CompareScreen(Screen):
         self.measured = len(rows)
         self.boxed = list(rows)   # the variants with a box, in the plot's order
         columns = self.columns()
-        box = {name: i for i, name in enumerate(rows, 1)}
+        box = self.box_numbers(rows)
         shown = [self.display_name(name) for name in self.all_names]
         width = self.table_width(table, len(shown) + 1)
         fitted = fit(columns, [[spaced(c) for c in line] for line in self.lines(columns, rows, box, shown)], width)
@@ -216,6 +216,12 @@ class CompareScreen(Screen):
         self.highlighted = None
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.draw(list(rows.values()))
+
+    def box_numbers(self, rows) -> dict[str, int]:
+        """Each boxed variant's number: its row's, kept while others are left out and put
+        back (box 2 became 1 when row 1 was left out: `cannot rank 1 vs 2` named another
+        pair); a row without a box (left out, no calls) leaves its number unused."""
+        return {name: self.all_names.index(name) + 1 for name in rows}
 
     def highlighted_name(self) -> str | None:
         """The variant the table highlights ("#run variant"), if any."""
@@ -346,7 +352,8 @@ class CompareScreen(Screen):
         if not series:
             self.query_one(BoxRows).update("time distributions: nothing to compare yet")
             return
-        self.query_one(BoxRows).show(box_plot(list(series.values())), [str(i) for i in range(1, len(series) + 1)],
+        box = self.box_numbers(series)
+        self.query_one(BoxRows).show(box_plot(list(series.values())), [str(box[n]) for n in series],
                                      " (v: vs size)" if groups else "", f"{UNIT_WORDS[self.compared_task]}s")
 
     def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
@@ -374,7 +381,8 @@ class CompareScreen(Screen):
             highs += [b[2] for b in bands]
         # a variant at one size has no line: said, by its box number (a run of one size beside
         # another's sweep was left out without a word; its names took two of the plot's rows)
-        alone = [str(box) for box, n in enumerate(series, 1) if n not in variants]
+        box = self.box_numbers(series)
+        alone = [str(box[n]) for n in series if n not in variants]
         if alone:
             legend.append((f"not drawn: {', '.join(alone)} (one size only; v draws every box)", "white"))
         for sizes, line, color in lines:
