@@ -120,10 +120,20 @@ class CompareScreen(Screen):
         self.others = [r for r in self.records
                        if any(n.startswith(f"#{r.id} ") for n in other)
                        and not any(n.startswith(f"#{r.id} ") for n in self.all_names)]
-        # the compared runs only: one run in rounds keeps its same-round pairs (combined)
-        self.builder = combined([r for r in self.records if r not in self.others],
-                                frozenset(self.left_out | other))
+        # the compared runs only: one run in rounds keeps its same-round pairs (combined),
+        # as does one run whose variants are all that is measured once the others' are left
+        # out (it kept the medians' ratios, not those `c` on it alone gives)
+        compared, out = self.compared_runs(), frozenset(self.left_out | other)
+        self.builder = combined(compared, out)
+        measured = {r["name"].split(" ", 1)[0] for r in self.builder.comparison()}
+        self.paired = len(compared) == 1 or len(measured) == 1
+        if len(compared) > 1 and len(measured) == 1:
+            self.builder = combined([r for r in compared if f"#{r.id}" in measured], out)
         self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
+
+    def compared_runs(self) -> list:
+        """The runs whose variants of the task are compared (the other task's left out)."""
+        return [r for r in self.records if r not in self.others]
 
     def check_action(self, action: str, parameters) -> bool | None:
         """`tab` compares the other task where there is one, and says why not where not."""
@@ -190,7 +200,7 @@ class CompareScreen(Screen):
         shown = [self.display_name(name) for name in self.all_names]
         width = self.table_width(table, len(shown) + 1)
         fitted = fit(columns, [[spaced(c) for c in line] for line in self.lines(columns, rows, box, shown)], width)
-        compared = [r for r in self.records if r not in self.others]
+        compared = self.compared_runs()
         if fitted.name_width:   # a name's start its run's title says may go (the title line names it)
             one_run = not shown or not shown[0].startswith("#")
             shown = cut_names(shown, fitted.name_width,
@@ -198,8 +208,8 @@ class CompareScreen(Screen):
         lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
         title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
-        notes = ranking_lines(list(rows.values()), box, self.runs_alone(compared, box) if len(compared) > 1 else None)
-        if len(compared) == 1 and self.ranks():
+        notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone(compared, box))
+        if self.paired and self.ranks():
             notes = paired_lines(list(rows.values()), box) + notes
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
