@@ -20,7 +20,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -69,17 +69,18 @@ class CompareScreen(Screen):
                 # there; the app's still acts): at 80 columns every key of the screen fits only
                 # so, two spaces apart as in the views' footer (esc back: the way out offered)
                 Binding("q", "app.quit", "quit", show=False, priority=True, tooltip="quit, as in the views."),
-                # the plot under the table scrolls (at 80x24 a box or the axis was out of reach);
+                # the plot under the table scrolls (at 80x24 a box or the axis was out of reach;
+                # a sweep's plot had two rows);
                 # priority: the table's own took these keys and moved nothing
                 Binding("pagedown", "scroll_plot('page_down')", show=False, priority=True,
-                        tooltip="scroll the box plot under the table down a page (the table's highlighted "
-                                "row keeps its box in view, the last row the axis too)."),
+                        tooltip="scroll the plot under the table down a page, the boxes or a sweep's (the "
+                                "table's highlighted row keeps its box in view, the last row the axis too)."),
                 Binding("pageup", "scroll_plot('page_up')", show=False, priority=True,
-                        tooltip="scroll the box plot up a page."),
+                        tooltip="scroll the plot up a page."),
                 Binding("end", "scroll_plot('end')", show=False, priority=True,
-                        tooltip="the box plot's end: its last boxes and the axis."),
+                        tooltip="the plot's end: its last boxes and the axis, or a sweep's axis and key."),
                 Binding("home", "scroll_plot('home')", show=False, priority=True,
-                        tooltip="the box plot's top.")]
+                        tooltip="the plot's top.")]
 
     def __init__(self, records, left_out: set[str] | None = None, task: str | None = None,
                  highlighted: str | None = None) -> None:
@@ -154,7 +155,10 @@ class CompareScreen(Screen):
         # the boxes scroll when there are more variants than rows; never focused (the table is)
         with VerticalScroll(id="compare-boxes", can_focus=False):
             yield BoxRows(id="box-rows")
-        with Vertical(id="compare-sweep"):   # the key under the plot: in it, it covered lines
+        # the sweep's plot and its key under it (in it, it covered lines), scrolling as the
+        # boxes do: at 80x24 it had what was left under ten rows of the table, two rows of
+        # solid ▄ from edge to edge
+        with VerticalScroll(id="compare-sweep", can_focus=False):
             yield RowTickedPlot(id="compare-plot")
             yield PlotLegend(id="compare-legend")
         # compact, without the palette's key: every key fits an 80-column footer
@@ -254,7 +258,9 @@ class CompareScreen(Screen):
                                                           immediate=True)
 
     def action_scroll_plot(self, how: str) -> None:
-        getattr(self.query_one("#compare-boxes"), f"scroll_{how}")(animate=False)
+        """Scroll the plot shown: the boxes, or the sweep's."""
+        shown = "#compare-sweep" if self.plotted is not None else "#compare-boxes"
+        getattr(self.query_one(shown), f"scroll_{how}")(animate=False)
 
     def table_width(self, table: DataTable, lines: int) -> int:
         """The columns the table's cells have: the screen's, less its scroll bar when its
