@@ -15,6 +15,11 @@ import time
 from couplescope.protocol.errors import UsageError
 from couplescope.results.builder import ResultsBuilder, verdict_word
 
+#: what an ended run's words promise of r; the top line puts the reason r will not run in
+#: its place while the form's values are refused (top_line.py)
+RUNS_AGAIN = "r runs again"
+
+
 class RunRecord:
     def __init__(self, run_id: int, title: str, specs, request) -> None:
         self.id = run_id
@@ -148,15 +153,16 @@ class RunRecord:
         return f"{ran} of {total}" if self.status in ("stopped", "error") and ran < total else str(total)
 
     def ending_words(self) -> str:
-        """The status line once it has ended: how, what is kept, what the keys do next."""
-        keys = "e exports, c compares, r runs again, ? help"
+        """The status line once it has ended: how, what is kept, what the keys do next (the
+        top line says why instead of RUNS_AGAIN while the form is refused: top_line.py)."""
+        keys = f"e exports, c compares, {RUNS_AGAIN}, ? help"
         if self.status != "stopped":
             return f"{self.name} {self.status}: {keys}"
         ran, total = self.measured(), len(self.specs)
         if not ran:
-            return f"{self.name} {self.stopped_words()} before {self.first_call()}: nothing measured; r runs again"
+            return f"{self.name} {self.stopped_words()} before {self.first_call()}: nothing measured; {RUNS_AGAIN}"
         what = f"what {ran} of its {total} variants measured" if ran < total else "what it measured"
-        return f"{self.name} stopped: {what} is kept; e exports it, c compares, r runs again"
+        return f"{self.name} stopped: {what} is kept; e exports it, c compares, {RUNS_AGAIN}"
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()

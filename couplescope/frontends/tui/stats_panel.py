@@ -19,6 +19,7 @@ from textual.widgets import Static
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.notes import training_verdict
 from couplescope.frontends.tui.watch_widgets import KIND_LEGEND, calls_done
+from couplescope.frontends.tui.top_line import NO_RUN_WORDS
 from couplescope.frontends.tui.whole_numbers import wrapped
 
 #: the widest a time is written (formatting.seconds: `116.2 ms`, `999.9 µs`)
@@ -73,10 +74,6 @@ def widest_words(record) -> tuple[int, int, int, int, str]:
     return head, counts, figures, len(f"n={fmt.thousands(timed)} timed  noisy"), losses
 
 
-#: what the statistics say before any run
-NO_RUN = "no run yet: r runs what Pick (p) shows"
-
-
 class StatsPanel(Static):
     """Running statistics of the timed iterations of the current variant; for a training
     variant its loss and, once it ends, whether it learnt its task.
@@ -89,7 +86,7 @@ class StatsPanel(Static):
     """
 
     _parts: tuple | None = None   # (head, counts, figures, n=, the rest) as the last show made them
-    _waiting: str = NO_RUN
+    _waiting: str = NO_RUN_WORDS[True]   # before any run (WatchView.form_changed says more)
     _widest: tuple = (0, 0, 0, 0, "")  # widest_words of the run shown
     _most = 0                      # the lines it has had in this run (at this width)
     _width = 0                     # the width they were laid out in

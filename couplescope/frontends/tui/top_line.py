@@ -21,6 +21,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent
 
 from couplescope.frontends.tui import messages as m
+from couplescope.frontends.tui.runs import RUNS_AGAIN
 
 #: the top line before the first run: whether the form describes a run (the form says
 #: which, FormChanged); with --model given it still said to pick one
@@ -30,6 +31,18 @@ HINTS = {False: "couplescope: pick a model or a preset, then press r",
 REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
 #: the form's reason when nothing is picked (PickForm.build): HINTS[False] says what to do
 NOTHING_PICKED = "nothing to run: "
+#: what Watch and History say before the first run, as `r` would answer: the form runs,
+#: nothing is picked, or the form's value is refused (Watch said "r runs what Pick (p)
+#: shows" while r answered "cannot run: nothing to run: pick a model or a preset")
+NO_RUN_WORDS = {True: "no run yet: r runs what Pick (p) shows",
+                False: "no run yet: pick a model or a preset in Pick (p), then press r"}
+
+
+def no_run_words(runnable: bool, reason: str | None) -> str:
+    """Watch's and History's words before the first run (NO_RUN_WORDS), or r's reason."""
+    if runnable or not reason or reason.startswith(NOTHING_PICKED):
+        return NO_RUN_WORDS[runnable]
+    return f"no run yet: r will not run: {reason}"
 
 #: the main screen's class while the top line takes two lines (app.tcss hides the underline)
 TWO_LINES = "-status-two-lines"
@@ -54,6 +67,8 @@ class TopLine:
     _refusal: str | None = None
     _refusals = 0   # how many were said: whether a key said one of its own
     _refusal_timer = None
+    #: what the form said of r last (FormChanged): whether it runs, and if not, why
+    _form_runs: tuple[bool, str | None] = (True, None)
 
     def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None,
                     toast: bool = True) -> None:
@@ -121,8 +136,22 @@ class TopLine:
         self.show_where()
         return done
 
+    def no_run_words(self) -> str:
+        """What Watch and History say before the first run: what r would do now."""
+        return no_run_words(*self._form_runs)
+
+    def _r_refused(self) -> str | None:
+        """Why r will not run the form now (None: it runs; a recording plays whatever the
+        form says)."""
+        runnable, reason = self._form_runs
+        return None if runnable or self.recording else reason or "nothing to run"
+
     def _show_status(self, text: str, where: str = "") -> None:
         shown = text + where if where and not self.history_shown() else text
+        refused = self._r_refused()
+        if refused and RUNS_AGAIN in shown and self.active is None:
+            # an ended run's words promised "r runs again" when r said "cannot run: ..."
+            shown = shown.replace(RUNS_AGAIN, f"r will not run: {refused}")
         try:
             status = self.main.query_one("#status", Static)
         except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
@@ -134,9 +163,16 @@ class TopLine:
         """Before the first run, the top line says what `r` would do: run the form's run,
         or why it will not (the Run line's reason: with a model picked, a value the run
         refuses left the top line saying to pick one). A key that could not act says why,
-        and the next change of the form replaces that."""
+        and the next change of the form replaces that. After a run, the ended run's words
+        say why r will not run in place of "r runs again" (_show_status); before one, Watch
+        and History say what r would do (no_run_words)."""
+        self._form_runs = (msg.runnable, msg.reason)
         if self.runs:
+            if self._refusal is None and self.active is None:
+                self._show_status(self._status, self._where)
             return
+        for view in self.views:
+            view.form_changed()
         if self.recording:
             self.set_status(REPLAY_HINT)
         elif msg.runnable or not msg.reason or msg.reason.startswith(NOTHING_PICKED):

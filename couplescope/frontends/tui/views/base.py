@@ -71,5 +71,8 @@ class AppView(TabPane):
     def run_changed(self, record) -> None:
         """Something about a run the events do not say changed: marked, exported."""
 
+    def form_changed(self) -> None:
+        """Before the first run, the form changed what r would do (app.no_run_words())."""
+
     def noted(self, text: str, level: str) -> None:
         """A line for the user (app.note): info, warning or error."""

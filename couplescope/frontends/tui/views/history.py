@@ -15,8 +15,9 @@ from couplescope.frontends.tui.runs_table import RunsTable
 from couplescope.frontends.tui.views.base import AppView
 
 HINT = "space marks runs for c (compare); e exports the highlighted run"
-#: under an empty table, where HINT offered keys that had nothing to act on
-NO_RUN_HINT = "no run yet: r runs what Pick (p) shows; each run of this session gets a row here"
+#: under an empty table, after what r would do (app.no_run_words), where HINT offered
+#: keys that had nothing to act on
+NO_RUN_HINT = "each run of this session gets a row here"
 
 
 def what_opens(path: str) -> str:
@@ -72,7 +73,14 @@ fastest median, whether it was exported. Export writes results.json, events.json
     def compose(self) -> ComposeResult:
         with Vertical():
             yield RunsTable(id="runs")
-            yield Static(HINT if self.app.runs else NO_RUN_HINT, id="export-note")
+            yield Static(HINT if self.app.runs else self.no_run_hint(), id="export-note")
+
+    def no_run_hint(self) -> str:
+        return f"{self.app.no_run_words()}; {NO_RUN_HINT}"
+
+    def form_changed(self) -> None:
+        if not self.app.runs:
+            self.show_export_note(None)
 
     def on_mount(self) -> None:   # (AppView's on_mount runs too, by Textual)
         self._dirty: set = set()   # runs whose row is out of date
@@ -122,7 +130,7 @@ fastest median, whether it was exported. Export writes results.json, events.json
         """Under the table: where the highlighted run was exported, the path and the command
         on lines of their own (inside a sentence a path was broken mid-token)."""
         if record is None or not record.export_path:
-            text = HINT if self.app.runs else NO_RUN_HINT
+            text = HINT if self.app.runs else self.no_run_hint()
         else:
             note = self.query_one("#export-note", Static)
             width = note.content_size.width or self.app.size.width - 2   # (before its first layout)

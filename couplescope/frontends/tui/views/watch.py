@@ -80,6 +80,11 @@ gives 5 1 2 3 4)."""
         self._round: str | None = None   # what the status line says of the rounds
         self.query_one(StatsPanel).show(None, None)
 
+    def form_changed(self) -> None:
+        """No run yet: the statistics say what r would do, as r would answer."""
+        if self.app.shown is None:
+            self.query_one(StatsPanel).waiting(self.app.no_run_words())
+
     def run_started(self, record) -> None:
         self._shown = self._round = None
         self.query_one(TimePlot).say(f"run #{record.id} starting")
