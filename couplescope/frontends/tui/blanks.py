@@ -2,7 +2,7 @@
 
 A blank field is an option not given, as on the command line: the preset's value when a
 preset sets it, else the declared default. The form shows which, in the field itself (an
-Input's placeholder, a Select's prompt, a flag's label): `10 (default)`, `10000 (preset)`,
+Input's placeholder, a Select's prompt, a flag's label): `10 (default)`, `10 000 (preset)`,
 `per variant: native, python (preset)`. A list of choices never offers the value its
 blank already stands for (the task list read `infer (default)` and `infer`).
 """

@@ -11,18 +11,20 @@ from textual.widgets import RichLog
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.watch_widgets import KIND_SHORT, MAX_TABLE_ROWS, CallNumbers
 
-#: a row of the iterations table: the call's number (CallNumbers), its kind, time, error
-#: (a training step's loss) and check. A space before the number, however many digits it
-#: has: `│158348 timed` ran into the border.
+#: a row of the iterations table: the call's number (CallNumbers, grouped as every number
+#: the app writes: `10 001`, where the status line read `10 010` beside `10001 timed`), its
+#: kind, time, error (a training step's loss) and check. A space before the number, however
+#: many digits it has: `│158348 timed` ran into the border.
 ROW_FORMAT = " {:>{digits}} {:<5} {:>9} {:>11} {}"
-#: the number's digits, at least (the table is as wide as its box holds with these)
-DIGITS = 6
+#: the number's columns, at least: `999 999` (the table is as wide as its box holds with these)
+DIGITS = 7
 MAX_ROWS_PER_DRAW = 200
 
 
 def number_digits(calls: int | None) -> int:
-    """The digits the number column needs for a variant of `calls` calls (None: unknown)."""
-    return max(DIGITS, len(str(calls or 0)))
+    """The columns the number column needs for a variant of `calls` calls (None: unknown),
+    its digits grouped."""
+    return max(DIGITS, len(fmt.thousands(calls or 0)))
 
 
 def table_header(training: bool = False, digits: int = DIGITS) -> str:
@@ -90,7 +92,7 @@ class IterationsTable(RichLog):
                 text.append("\n")
             # a training step shows its loss where a call shows its check's error
             value = fmt.sci(ev["loss"]) if ev.get("loss") is not None else fmt.sci(ev["max_rel_error"])
-            text.append(ROW_FORMAT.format(number, KIND_SHORT.get(ev["kind"], ev["kind"]),
+            text.append(ROW_FORMAT.format(fmt.thousands(number), KIND_SHORT.get(ev["kind"], ev["kind"]),
                                           fmt.seconds(ev["seconds"]), value, "", digits=self.digits))
             text.append(check, style="bold green" if ev["passed"] else "bold red")
         self._pending.clear()

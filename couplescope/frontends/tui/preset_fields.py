@@ -96,7 +96,7 @@ class PresetFields:
 
     def overridden(self) -> list[str]:
         """The preset's settings a field overrides, in words for the Run line: `iterations
-        50 in place of 10000 (preset)` (the field no longer shows the preset's value)."""
+        50 in place of 10 000 (preset)` (the field no longer shows the preset's value)."""
         if not self.preset_values:
             return []
         words = []

@@ -42,7 +42,7 @@ def run_line(specs, ticked=(), preset_backends=None, overridden=(), rounds=None)
     `rounds` the user set (given only then: the line stays short at 80 columns); `ticked` (the backends ticked) with `preset_backends` (a
     preset's, None without one) adds what runs every variant (backends_words);
     `overridden`: the preset's settings a field overrides, in words (`iterations 50 in
-    place of 10000 (preset)`)."""
+    place of 10 000 (preset)`)."""
     tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
     what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
     calls = "steps" if tasks == ["train"] else "calls"

@@ -14,7 +14,7 @@ class PickView(AppView):
     help = """\
 a preset, or a model with its size (blank: the model's own), backends, device,
 dtype, layout, warm-up, iterations, threads, profiled iterations. A blank field says what
-it means: `10 (default)`, or with a preset the preset's value, `10000 (preset)`; a value
+it means: `10 (default)`, or with a preset the preset's value, `10 000 (preset)`; a value
 typed in overrides it for every variant, as on the command line (a name typed with a
 preset of several variants goes before each of their names). Backends marked `[x]` run
 (`space` toggles); `[-]` cannot run here, and the reason is written under the list; a
