@@ -139,15 +139,16 @@ def test_history_says_steps_for_training_and_keeps_what_differs_in_a_narrow_row(
     backends = ("torchscript", "bridge", "aoti")
     runs = [RunRecord(1, "simplenet", [spec(task="train", iterations=50, backend=b) for b in backends], None),
             RunRecord(2, "simplenet", [spec(task="train", iterations=500, backend=b) for b in backends], None)]
-    assert rows_words(runs, lambda r: 80) == {1: "train: torchscript, bridge, aoti, steps 50",
-                                              2: "train: torchscript, bridge, aoti, steps 500"}
-    assert rows_words(runs, lambda r: 24) == {1: "3 backends, steps 50", 2: "3 backends, steps 500"}
+    # what tells them apart first (issue 30's sixth walk), what they share after it
+    assert rows_words(runs, lambda r: 80) == {1: "steps 50, train: torchscript, bridge, aoti",
+                                              2: "steps 500, train: torchscript, bridge, aoti"}
+    assert rows_words(runs, lambda r: 24) == {1: "steps 50, 3 backends", 2: "steps 500, 3 backends"}
     # the rounds a run decides by itself (5 for a comparison, 1 for one variant) tell nothing
     from couplescope.core.request import from_specs
 
     one, two = [spec(size=8, iterations=20)], [spec(size=8, iterations=20), spec(size=16, iterations=20)]
     runs = [RunRecord(n, "simplenet", specs, from_specs(specs)) for n, specs in ((1, one), (2, two))]
-    assert rows_words(runs, lambda r: 80) == {1: "infer: torchscript, size 8", 2: "infer: torchscript, size 8,16"}
+    assert rows_words(runs, lambda r: 80) == {1: "size 8, infer: torchscript", 2: "size 8,16, infer: torchscript"}
 
 
 # -- 10. a disabled field does not look openable ----------------------------------------------------

@@ -7,10 +7,17 @@ beside `threads default`, `steps 50` beside `steps 10000`. Two runs that differe
 size read the same before (the third walk-through), as every run of one model once read
 `#N simplenet`.
 
-In the room a row has (80 columns hold the table), the settings that differ come first:
-the shared words give way, one at a time and the same way for every run of a title so
-that their rows read alike: the backends counted (`2 backends`), then the task the runs
-share, then the backends they share.
+The settings that tell the runs of a title apart come first, in one order on every row:
+the most telling first (the setting with the most values among them: `iterations 10`,
+`1 000`, `300` before a `warm-up` two runs share), the task and backends among them when
+they differ (`torchscript` beside `preset`), else after them. A row that does not fit
+keeps the first of them and says `…` for the rest (runs_table.run_cell), so every row
+reads against the others: `iterations 10, warm-up 1, …` above `iterations 1 000, warm-up
+10, …` (rows kept their shortest words, `warm-up 10` on one and `size 1,2` on the next,
+and `iterations`, the one that mattered, was always left out). In the room a row has (80
+columns hold the table), the task and backends are said the longest way that fits every
+run of a title: the backends counted (`2 backends`), then without the task they share,
+then without the backends they share.
 """
 
 from __future__ import annotations
@@ -80,11 +87,20 @@ def _run_value(record, name: str):
     return value
 
 
-def differences(record, peers) -> list[str]:
-    """The settings of `record` in which another of `peers` (runs of its title) differs, in words."""
-    mine, theirs = settings(record), [settings(p) for p in peers if p is not record]
-    return [setting_words(record, name, value) for name, value in mine.items()
-            if any(other[name] != value for other in theirs)]
+def telling_order(group) -> list[str]:
+    """The settings in which the runs of `group` (one title) differ, the most telling first:
+    the most values among them, then the options' order. Every run of the group says the
+    same ones: a setting not the same on all differs from some other run for each of them."""
+    values = [settings(r) for r in group]
+    names = list(values[0]) if values else []
+    count = {name: len({v[name] for v in values}) for name in names}
+    return sorted((n for n in names if count[n] > 1), key=lambda n: -count[n])
+
+
+def differences(record, order) -> list[str]:
+    """The settings of `order` (telling_order) as `record` has them, in words."""
+    mine = settings(record)
+    return [setting_words(record, name, mine[name]) for name in order]
 
 
 def context(record, form, shared: dict) -> str:
@@ -109,7 +125,7 @@ def context(record, form, shared: dict) -> str:
 def rows_words(records, room) -> dict[int, str]:
     """Each run's words after its name (by run id), in `room(record)` characters where a
     form of them fits: runs of one title are said in the same form, the longest that fits
-    all of them."""
+    all of them, and the same settings in the same order (the module docstring)."""
     by_title: dict[str, list] = {}
     for record in records:
         by_title.setdefault(record.title, []).append(record)
@@ -117,9 +133,22 @@ def rows_words(records, room) -> dict[int, str]:
     for group in by_title.values():
         shared = {"task": len({tasks(r) for r in group}) == 1,
                   "backends": len({tuple(backends(r)) for r in group}) == 1}
-        found = {r.id: differences(r, group) for r in group}
+        order = telling_order(group)
+        values = [settings(r) for r in group]
+        telling = {name: len({v[name] for v in values}) for name in order}
+        found = {r.id: differences(r, order) for r in group}
         for form in FORMS:
-            words = {r.id: ", ".join(p for p in (context(r, form, shared), *found[r.id]) if p) for r in group}
+            contexts = {r.id: context(r, form, shared) for r in group}
+            # the task and backends among the settings that tell apart when they differ,
+            # before those with as many values; after all of them when every run shares them
+            place = len(order)
+            if len(set(contexts.values())) > 1:
+                place = sum(1 for name in order if telling[name] > len(set(contexts.values())))
+            words = {}
+            for r in group:
+                pieces = list(found[r.id])
+                pieces.insert(place, contexts[r.id])
+                words[r.id] = ", ".join(p for p in pieces if p)
             if all(len(words[r.id]) <= room(r) for r in group):
                 break
         said.update(words)

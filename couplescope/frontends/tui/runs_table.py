@@ -29,20 +29,19 @@ def named(record) -> str:
 
 
 def run_cell(record, words: str, width: int = RUN_WIDTH) -> Text:
-    """`* #2 simplenet  train: torchscript, bridge, size 8,16` in `width` columns; what
-    does not fit is left out whole, as many settings kept as fit (the shorter first, each
-    in its place: `2 backends, …` left 14 columns empty where `iterations 205` fitted),
-    `…` saying some are not shown; never cut in a word."""
+    """`* #2 simplenet  iterations 1 000, train: torchscript, bridge` in `width` columns;
+    what does not fit is left out whole from the end, `…` saying some are not shown: the
+    words come in one order on every row (runs_apart.py), so the first ones kept on each
+    row read against each other (it kept each row's shortest, and rows showed different
+    settings); never cut in a word."""
     text = (named(record) + words).rstrip()
     if len(text) > width:
         pieces = words.split(", ")
-        kept: set[int] = set()
-        for i in sorted(range(len(pieces)), key=lambda i: len(pieces[i])):
-            trial = [pieces[k] for k in sorted(kept | {i})]
-            if len(named(record)) + len(", ".join([*trial, "…"])) <= width:
-                kept.add(i)
+        kept = 0
+        while kept < len(pieces) and len(named(record) + ", ".join([*pieces[:kept + 1], "…"])) <= width:
+            kept += 1
         if kept:
-            text = named(record) + ", ".join([*(pieces[k] for k in sorted(kept)), "…"])
+            text = named(record) + ", ".join([*pieces[:kept], "…"])
         else:   # one long word (a path): cut
             text = text[:width - 1] + "…"
     cell = Text(text)

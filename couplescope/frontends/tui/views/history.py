@@ -59,11 +59,12 @@ class HistoryView(AppView):
     follows = frozenset({"iteration", "variant_finished", "variant_failed"})
     redraw_seconds = 0.5
     help = """\
-every run of this session: its name and what tells it from the others (a preset,
-the task, the backends, and each setting another run of its title differs in: `size 8`
-beside `size 8,16`), its variants (`1 of 4`: stopped before the others made a call),
+every run of this session: its name and what tells it from the others (each setting
+another run of its title differs in, the most telling first and in the same order on
+every row: `iterations 10` above `iterations 1 000`; a preset, the task, the backends),
+its variants (`1 of 4`: stopped before the others made a call),
 its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), its
-fastest median, whether it was exported. Export writes results.json, events.jsonl and the traces; open the traces with
+fastest median, whether it was exported (yes or no). Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""
     BINDINGS = [Binding("space", "toggle_mark", "mark",
                         tooltip="mark or unmark the highlighted run for comparing."),
