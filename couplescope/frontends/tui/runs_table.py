@@ -95,7 +95,7 @@ class RunsTable(DataTable):
     def add_run(self, record) -> None:
         self._records.append(record)
         self.add_row("", spaced(str(len(record.specs))), spaced(verdict_text(record.verdict())),
-                     "", "", key=str(record.id))
+                     "", spaced("no"), key=str(record.id))
         self._name_runs()
         self.move_cursor(row=self.row_count - 1)
 
@@ -105,8 +105,8 @@ class RunsTable(DataTable):
         self.update_cell(key, "verdict", spaced(verdict_text(record.verdict())))
         self.update_cell(key, "variants", spaced(record.variants_words()))
         self.update_cell(key, "median", spaced(fmt.seconds(record.fastest_median())))
-        if record.export_path:
-            self.update_cell(key, "export", spaced("yes"))
+        # `no` said (a blank read as not known yet)
+        self.update_cell(key, "export", spaced("yes" if record.export_path else "no"))
 
     def highlighted_id(self) -> int | None:
         if not self.row_count:

@@ -11,7 +11,7 @@ from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.iterations_table import (TABLE_HEADER, IterationsTable, number_digits, table_header,
                                                         table_width)
 from couplescope.frontends.tui.stats_panel import StatsPanel
-from couplescope.frontends.tui.watch_widgets import PlotLegend, TimePlot, calls_done
+from couplescope.frontends.tui.watch_widgets import PlotLegend, TimePlot, calls_done, progress_shown
 
 #: the iterations table's box, as app.tcss makes it: wider only for rows that need more
 TABLE_BOX_WIDTH = 44
@@ -181,7 +181,7 @@ gives 5 1 2 3 4)."""
             variant = record.builder.variants.get(name)
             expected = record.expected(name)
             done = sum(calls_done(variant).values()) if variant is not None else 0
-            self.query_one(ProgressBar).update(total=expected or 1, progress=done)
+            self.query_one(ProgressBar).update(total=expected or 1, progress=progress_shown(done, expected or 1))
             self.query_one(StatsPanel).show(variant, expected, record.spec_of(name),
                                             stopping=record.stopping and record is self.app.active)
             if variant is not None and variant.verdict == "stopped" and not variant.calls.count:
