@@ -67,6 +67,8 @@ class TopLine:
     _refusal: str | None = None
     _refusals = 0   # how many were said: whether a key said one of its own
     _refusal_timer = None
+    #: the refusals said in toasts: they go when the screen or the view changes
+    _refusal_toasts: set = set()
     #: what the form said of r last (FormChanged): whether it runs, and if not, why
     _form_runs: tuple[bool, str | None] = (True, None)
 
@@ -83,7 +85,8 @@ class TopLine:
         self._refusal = text
         self._refusals += 1
         self._show_status(text)
-        if toast:
+        if toast and not self.history_shows_a_path():
+            self._refusal_toasts = self._refusal_toasts | {text}
             self.notify(text, severity=severity, timeout=timeout)
         if self._refusal_timer is not None:
             self._refusal_timer.stop()
@@ -122,6 +125,26 @@ class TopLine:
         """Whether History is on the screen (what `where` points to)."""
         return bool(self.screen_stack) and self.screen is self.main and self.main.query_one("#tabs", TabbedContent).active == "history"
 
+    def history_shows_a_path(self) -> bool:
+        """Whether History is on the screen with an exported run's path and command under
+        its table, where a toast sits (a refusal's covered half the command for 5 s: the
+        top line says it all the same)."""
+        picked = self.picked() if self.history_shown() else None
+        return bool(picked and picked.export_path)
+
+    def drop_refusal_toasts(self) -> None:
+        """The toasts of refusals said on the screen or view left: they were about a key
+        pressed there, the top line has moved on with the next key, and on History they
+        covered the export's path and command. (Textual has no public way to take one
+        toast off: its own _unnotify, as its toasts' timers do.)"""
+        if not self._refusal_toasts:
+            return
+        for notification in list(self._notifications):
+            if notification.message in self._refusal_toasts:
+                self._unnotify(notification, refresh=False)
+        self._refusal_toasts = set()
+        self._refresh_notifications()
+
     def show_where(self) -> None:
         """The status again, with or without its `where`, as History shows or not: "(where,
         and its command: h)" stayed after compare's esc back to History."""
@@ -129,12 +152,18 @@ class TopLine:
             self._show_status(self._status, self._where)
 
     def on_tabbed_content_tab_activated(self, event) -> None:
+        self.drop_refusal_toasts()
         self.show_where()
 
     def pop_screen(self):
         done = super().pop_screen()
+        self.drop_refusal_toasts()
         self.show_where()
         return done
+
+    def push_screen(self, *args, **kwargs):
+        self.drop_refusal_toasts()
+        return super().push_screen(*args, **kwargs)
 
     def no_run_words(self) -> str:
         """What Watch and History say before the first run: what r would do now."""
