@@ -153,7 +153,7 @@ async def test_every_figure_of_a_watch_redraw_names_the_same_calls_under_a_flood
     from couplescope.frontends.tui.iterations_table import IterationsTable
     from couplescope.frontends.tui.stats_panel import StatsPanel
     from couplescope.frontends.tui.views.watch import WatchView
-    from couplescope.frontends.tui.watch_widgets import TimePlot
+    from couplescope.frontends.tui.watch_widgets import TimePlot, progress_shown
     from test_tui_replay import until
 
     frames = []   # (what the statistics count, the table's last row, the plot's last point, the bar)
@@ -161,12 +161,17 @@ async def test_every_figure_of_a_watch_redraw_names_the_same_calls_under_a_flood
     def frame(view) -> None:
         if not view.query(StatsPanel):   # (the app closing: its widgets gone)
             return
-        stats = re.search(r"([\d ]+)/[\d ]+ calls", str(view.query_one(StatsPanel).render()))
+        stats = re.search(r"([\d ]+)/([\d ]+) calls", str(view.query_one(StatsPanel).render()))
         table = view.query_one(IterationsTable)
         plot = view.query_one(TimePlot)
         if stats and table.lines:
-            frames.append((int(stats.group(1).replace(" ", "")), int(table.lines[-1].text.split()[0]),
-                           plot.drawn_last, int(view.query_one(ProgressBar).progress)))
+            done, total = (int(n.replace(" ", "")) for n in stats.groups())
+            # the bar's percentage is rounded down (progress_shown): it shows `done` when it
+            # shows what progress_shown makes of it
+            bar = view.query_one(ProgressBar).progress
+            row = re.match(r" *(\d[\d ]*) [a-z]", table.lines[-1].text)   # grouped: `10 561 timed`
+            frames.append((done, int(row.group(1).replace(" ", "")), plot.drawn_last,
+                           done if bar == progress_shown(done, total) else bar))
 
     def drawing(original):
         def draw(self, *args, **kwargs):

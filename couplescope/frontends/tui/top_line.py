@@ -166,7 +166,10 @@ class TopLine:
         return super().push_screen(*args, **kwargs)
 
     def no_run_words(self) -> str:
-        """What Watch and History say before the first run: what r would do now."""
+        """What Watch and History say before the first run: what r would do now (with
+        --replay: play the recording, whatever the form says)."""
+        if self.recording:
+            return "no run yet: r plays the recorded run back (--replay)"
         return no_run_words(*self._form_runs)
 
     def _r_refused(self) -> str | None:
