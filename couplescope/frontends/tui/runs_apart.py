@@ -12,8 +12,8 @@ the most telling first (the setting with the most values among them: `iterations
 `1 000`, `300` before a `warm-up` two runs share), the task and backends among them when
 they differ (`torchscript` beside `preset`), else after them. A row that does not fit
 keeps the first of them and says `…` for the rest (runs_table.run_cell), so every row
-reads against the others: `iterations 10, warm-up 1, …` above `iterations 1 000, warm-up
-10, …` (rows kept their shortest words, `warm-up 10` on one and `size 1,2` on the next,
+reads against the others: `iterations 10, torchscript, …` above `iterations 1 000,
+bridge, …` (rows kept their shortest words, `warm-up 10` on one and `size 1,2` on the next,
 and `iterations`, the one that mattered, was always left out). In the room a row has (80
 columns hold the table), the task and backends are said the longest way that fits every
 run of a title: the backends counted (`2 backends`), then without the task they share,
@@ -87,14 +87,15 @@ def _run_value(record, name: str):
     return value
 
 
-def telling_order(group) -> list[str]:
-    """The settings in which the runs of `group` (one title) differ, the most telling first:
-    the most values among them, then the options' order. Every run of the group says the
-    same ones: a setting not the same on all differs from some other run for each of them."""
+def telling_order(group) -> dict[str, int]:
+    """The settings in which the runs of `group` (one title) differ, with how many values
+    they have among them, the most telling first: the most values, then the options'
+    order. Every run of the group says the same ones: a setting not the same on all
+    differs from some other run for each of them."""
     values = [settings(r) for r in group]
     names = list(values[0]) if values else []
     count = {name: len({v[name] for v in values}) for name in names}
-    return sorted((n for n in names if count[n] > 1), key=lambda n: -count[n])
+    return {n: count[n] for n in sorted((n for n in names if count[n] > 1), key=lambda n: -count[n])}
 
 
 def differences(record, order) -> list[str]:
@@ -134,8 +135,6 @@ def rows_words(records, room) -> dict[int, str]:
         shared = {"task": len({tasks(r) for r in group}) == 1,
                   "backends": len({tuple(backends(r)) for r in group}) == 1}
         order = telling_order(group)
-        values = [settings(r) for r in group]
-        telling = {name: len({v[name] for v in values}) for name in order}
         found = {r.id: differences(r, order) for r in group}
         for form in FORMS:
             contexts = {r.id: context(r, form, shared) for r in group}
@@ -143,7 +142,7 @@ def rows_words(records, room) -> dict[int, str]:
             # before those with as many values; after all of them when every run shares them
             place = len(order)
             if len(set(contexts.values())) > 1:
-                place = sum(1 for name in order if telling[name] > len(set(contexts.values())))
+                place = sum(1 for count in order.values() if count > len(set(contexts.values())))
             words = {}
             for r in group:
                 pieces = list(found[r.id])
