@@ -15,7 +15,7 @@ from couplescope.core import replay, rounds
 from couplescope.core.replay import PlayedWorker
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.views.watch import WatchView
-from couplescope.frontends.tui.watch_widgets import calls_done
+from couplescope.frontends.tui.watch_widgets import calls_done, progress_shown
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -104,7 +104,8 @@ async def test_every_figure_of_the_watch_view_names_the_variant_measuring_now(tm
                 where = f"round {number}/3: {name}" if number < 3 else f"rounds done: {name}: finishing"
                 assert where in app.main.query_one("#status").render().plain
                 assert f"{sum(calls_done(variant).values())}/" in stats and f"{name} running" in stats
-                assert watch.query_one("#progress").progress == sum(calls_done(variant).values())
+                bar = watch.query_one("#progress")   # (its percentage rounded down: progress_shown)
+                assert bar.progress == progress_shown(sum(calls_done(variant).values()), bar.total)
                 assert len(plot.points) == calls and len(table.checks) == calls, (number, name)
                 assert "time per iteration" in str(plot.render()), (number, name, str(plot.render())[:200])
                 gate.release()
