@@ -28,6 +28,7 @@ from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import OFF_IN_HELP, HelpScreen
+from couplescope.frontends.tui.key_order import KeysInOrder
 from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
@@ -42,7 +43,7 @@ from couplescope.protocol.errors import UsageError
 STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
 
 
-class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, App):
+class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, KeysInOrder, App):
     CSS_PATH = "app.tcss"
     TITLE = "couplescope"
     #: from this many columns the form's grids take two fields a row and the watch view
