@@ -10,7 +10,8 @@ from textual.widgets import Input, Select
 
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.fields import EndingList
-from test_tui_replay import until
+from test_tui_fourth_walk_form import footer_keys
+from test_tui_replay import replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -68,3 +69,40 @@ def settled(app) -> bool:
     """No message waits in the app's queue or any of its widgets' (the keys went through)."""
     return app._message_queue.empty() and all(w._message_queue.empty() for w in app.screen.walk_children())
 
+
+# -- 1.3: space's word in the footer follows the highlighted row -----------------------------------
+
+async def test_spaces_word_in_the_footer_is_what_it_does_to_the_highlighted_row():
+    """Compare said `space leave out` on a row already left out, History `space mark` on a
+    run already marked: the next space put the row back, unmarked the run."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await run_replay(pilot)
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        table = app.screen.query_one("#compare-table")
+        await until(pilot, lambda: table.row_count >= 2 and "space" in footer_keys(app), "its rows, its footer")
+
+        def space_says(words):
+            return lambda: "space" in footer_keys(app) and footer_keys(app)["space"].description == words
+        await until(pilot, space_says("leave out"), "leave out, on a row in")
+        await pilot.press("space")
+        await until(pilot, space_says("put back"), "put back, on the row left out")
+        await pilot.press("down")
+        await until(pilot, space_says("leave out"), "leave out, on the next row")
+        await pilot.press("up")
+        await until(pilot, space_says("put back"), "put back, back on the row left out")
+        await pilot.press("space")
+        await until(pilot, space_says("leave out"), "leave out, once it is back")
+        await pilot.press("escape", "h")
+        runs = app.main.query_one("#runs")
+        await until(pilot, lambda: app.focused is runs and runs.row_count == 2, "History, two runs")
+        await until(pilot, space_says("mark"), "mark, on a run not marked")
+        await pilot.press("space")
+        await until(pilot, space_says("unmark"), "unmark, on the marked run")
+        await pilot.press("up")                        # (the latest run is highlighted, the last row)
+        await until(pilot, space_says("mark"), "mark, on the other run")
+        await pilot.press("down", "space")
+        await until(pilot, space_says("mark"), "mark, once unmarked")
+        assert not any(r.selected for r in app.runs.values())

@@ -48,9 +48,12 @@ def ratio_cell(row: dict) -> str:
 
 class CompareScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "back", tooltip="back to the views."),
-                Binding("space", "toggle_variant", "leave out",
-                        tooltip="leave the highlighted variant out of the ratios and the plot, or put it back "
-                                "(kept when compare is opened again)."),
+                # the footer says what space does to the highlighted row (check_action)
+                Binding("space", "leave_out", "leave out",
+                        tooltip="leave the highlighted variant out of the ratios and the plot (kept when "
+                                "compare is opened again)."),
+                Binding("space", "put_back", "put back",
+                        tooltip="on a variant left out: put it back in the ratios and the plot."),
                 Binding("tab", "other_task", "task",
                         tooltip="when the compared runs hold inference and training variants: compare the "
                                 "other task's (a call and a training step are different work, never "
@@ -142,6 +145,8 @@ class CompareScreen(Screen):
             return (len(set(self.tasks.values())) > 1) == (action == "other_task")
         if action in ("toggle_plot", "no_sweep"):
             return bool(self.sweeps) == (action == "toggle_plot")
+        if action in ("leave_out", "put_back"):
+            return (self.highlighted_name() in self.left_out) == (action == "put_back")
         return True
 
     def action_one_task(self) -> None:
@@ -308,8 +313,15 @@ class CompareScreen(Screen):
         one_run = len({n.split(" ", 1)[0] for n in self.all_names}) == 1
         return name.split(" ", 1)[1] if one_run and " " in name else name
 
-    def action_toggle_variant(self) -> None:
-        """Leave the highlighted variant out of the ratios and the plot, or put it back."""
+    def action_leave_out(self) -> None:
+        """Leave the highlighted variant out of the ratios and the plot."""
+        self._toggle_variant()
+
+    def action_put_back(self) -> None:
+        """Put the highlighted variant, left out, back."""
+        self._toggle_variant()
+
+    def _toggle_variant(self) -> None:
         table = self.query_one("#compare-table", DataTable)
         if not self.all_names or not table.row_count:
             return
@@ -317,6 +329,12 @@ class CompareScreen(Screen):
         self.left_out ^= {name}
         self._select_task()
         self.fill()
+        self.refresh_bindings()   # the footer: put back on the row left out, leave out on one put back
+
+    @on(DataTable.RowHighlighted, "#compare-table")
+    def footer_follows_row(self) -> None:
+        """space's word in the footer, for the row now highlighted (leave out, put back)."""
+        self.refresh_bindings()
 
     def action_other_task(self) -> None:
         """Compare the other task's variants (the runs of the task not shown)."""

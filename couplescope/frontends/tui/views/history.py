@@ -66,8 +66,9 @@ its variants (`1 of 4`: stopped before the others made a call),
 its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), its
 fastest median, whether it was exported (yes or no). Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""
-    BINDINGS = [Binding("space", "toggle_mark", "mark",
-                        tooltip="mark or unmark the highlighted run for comparing."),
+    # the footer says what space does to the highlighted run (check_action)
+    BINDINGS = [Binding("space", "mark", "mark", tooltip="mark the highlighted run for comparing."),
+                Binding("space", "unmark", "unmark", tooltip="on a marked run: unmark it."),
                 Binding("space", "no_run_to_mark", show=False,
                         tooltip="with no run yet: says so (the footer does not offer space then).")]
 
@@ -92,9 +93,13 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
         self.show_export_note(self.app.picked())   # and the hint under the table says so
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """space marks where there is a run; with none it says so, offered nowhere."""
-        if action in ("toggle_mark", "no_run_to_mark"):
-            return bool(self.app.runs) == (action == "toggle_mark")
+        """space marks where there is a run, unmarks a marked one; with none it says so,
+        offered nowhere."""
+        if action == "no_run_to_mark":
+            return not self.app.runs
+        if action in ("mark", "unmark"):
+            record = self.highlighted() if self.app.runs else None
+            return bool(self.app.runs) and bool(record and record.selected) == (action == "unmark")
         return True
 
     def action_no_run_to_mark(self) -> None:   # as c, e and s do, say why nothing happened
@@ -143,14 +148,20 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
         """The command laid out again for the new width."""
         self.show_export_note(self.app.picked())
 
-    def action_toggle_mark(self) -> None:
+    def action_mark(self) -> None:
+        self._toggle_mark()
+
+    def action_unmark(self) -> None:
+        self._toggle_mark()
+
+    def _toggle_mark(self) -> None:
         record = self.highlighted()
         if record is None:
             self.action_no_run_to_mark()
             return
         record.selected = not record.selected
         self.run_changed(record)
-        self.app.refresh_bindings()   # c offered only where the runs marked can be compared
+        self.app.refresh_bindings()   # c offered only where the runs marked can be compared; unmark on it
 
 
 VIEW = HistoryView
