@@ -4,14 +4,19 @@ replayed recordings of real runs (tests/fixtures), no worker process, no catalog
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from textual import events
 from textual.widgets import Input, Select
 
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.backends_list import CheckList
 from couplescope.frontends.tui.fields import EndingList
+from couplescope.frontends.tui.form import PickForm
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_replay import replay_app, run_replay, until
+from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -106,3 +111,56 @@ async def test_spaces_word_in_the_footer_is_what_it_does_to_the_highlighted_row(
         await pilot.press("down", "space")
         await until(pilot, space_says("mark"), "mark, once unmarked")
         assert not any(r.selected for r in app.runs.values())
+
+
+# -- 4: s offered while it can act; the backends heading true to the ticks --------------------------
+
+async def test_s_is_offered_once_per_run_not_during_its_stop(second_variant_held):
+    """After `s`, while `stopping #1 ...` was shown, the footer still offered `s stop`."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: len(second_variant_held) == 2, "the second variant's worker started")
+        await until(pilot, lambda: "s" in footer_keys(app), "s offered while the run goes")
+        session = app.active.session
+        release = threading.Event()
+        stop = session.stop
+
+        def slow_stop() -> None:                     # a worker that takes its time to end
+            release.wait(300)             # (bounds a failure only)
+            stop()
+        session.stop = slow_stop
+        try:
+            await pilot.press("s")
+            await until(pilot, lambda: app.active is not None and app.active.stopping
+                        and "s" not in footer_keys(app), "s no longer offered while it stops")
+            assert "r" not in footer_keys(app), "r offered while the run is still stopping"
+            await pilot.press("s")                   # pressed anyway: says why, nothing else
+            await until(pilot, lambda: any("already stopping" in str(n.message) for n in app._notifications),
+                        "s said why")
+        finally:
+            release.set()
+        await until(pilot, lambda: app.active is None and "r" in footer_keys(app), "stopped: r offered")
+        assert "s" not in footer_keys(app)
+
+
+async def test_the_backends_heading_says_what_runs_with_none_ticked_only_while_none_is():
+    """`backends (none ticked: the preset's; ...)` stayed over a ticked box."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.main.query_one(PickForm)
+        box = form.query_one(CheckList)
+        words = form.query_one("#backends-heading")
+
+        def heading_holds(part: str, holds: bool = True):
+            return lambda: (part in str(words.render())) == holds
+        await until(pilot, heading_holds("none ticked: torchscript"), "no preset, none ticked")
+        box.select("torchscript")
+        await until(pilot, heading_holds("none ticked", False), "a tick: no word of none ticked")
+        form.query_one("#preset", Select).value = "stride512"
+        await until(pilot, heading_holds("none ticked: the preset's"), "a preset: its ticks cleared")
+        box.select("bridge")
+        await until(pilot, heading_holds("none ticked", False), "a tick with a preset")
+        assert "runs each of the preset's variants" in str(words.render())
+        box.deselect_all()
+        await until(pilot, heading_holds("none ticked: the preset's"), "none ticked again")

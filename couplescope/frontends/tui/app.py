@@ -65,9 +65,11 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                 tooltip="while a run goes: refused, with a message (the footer offers s then)."),
         Binding("s", "stop", "stop", priority=True,
                 tooltip="stop the run: ends the worker's process group. What was measured stays (the "
-                        "variant shows as stopped, its statistics cover the iterations that finished)."),
+                        "variant shows as stopped, its statistics cover the iterations that finished). "
+                        "Offered once per run: not while the stop is under way."),
         Binding("s", "why_not('stop')", priority=True, show=False,
-                tooltip="with no run going: says so (the footer offers r then)."),
+                tooltip="with no run going, or while one is being stopped: says so (the footer offers r "
+                        "once no run goes)."),
         Binding("e", "export", "export", priority=True,
                 tooltip="export the highlighted run of the History view (the latest run by default) to a "
                         "new run directory, exactly as --export writes it. The top line says exporting at "
@@ -246,14 +248,16 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         if isinstance(self.screen, HelpScreen) and action in OFF_IN_HELP:
             return False   # the help's own keys answer (help.py: the app's close it, then act)
         going = self.active is not None
-        if action in ("run", "stop"):
-            return going == (action == "stop")
+        if action == "stop" or action == "why_not" and parameters[0] == "stop":
+            return (going and not self.active.stopping) == (action == "stop")   # (not again while stopping)
+        if action == "run":
+            return not going
         if action == "compare" or action == "why_not" and parameters[0] == "compare":
             return self.comparable() == (action == "compare")
         if action == "export" or action == "why_not" and parameters[0] == "export":
             return self.exportable() == (action == "export")
         if action == "why_not":
-            return going != (parameters[0] == "stop")
+            return going
         return True
 
     def action_why_not(self, action: str) -> None:
@@ -262,7 +266,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
 
     def action_run(self) -> None:
         if self.active is not None:
-            self.say_why_not(f"run {self.active.name} is still going; press s to stop it first")
+            self.say_why_not(f"run {self.active.name} is still stopping: r runs once it has stopped"
+                             if self.active.stopping else
+                             f"run {self.active.name} is still going; press s to stop it first")
             return
         try:
             record = self._start(self.recording.request() if self.recording
@@ -315,6 +321,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         if self.active is None:
             self.say_why_not("no run is going: s stops a run while it goes")
             return
+        if self.active.stopping:
+            self.say_why_not(f"{self.active.name} is already stopping: its workers are ending")
+            return
         self.begin_stop("s", f"stopping {self.active.name} ...")
 
     def begin_stop(self, how: str, words: str) -> None:
@@ -325,6 +334,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         record = self.active
         record.stopping = record.stopping or how
         self.set_status(words)
+        self.refresh_bindings()   # s no longer offered: it stops once
         for view in self.views:   # the variant shown says "stopping", not "running"
             view.run_changed(record)
         self.stop_session(record)

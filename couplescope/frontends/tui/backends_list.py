@@ -41,11 +41,14 @@ def row_prompt(name: str, reason: str | None, in_preset: bool) -> Text:
     return prompt
 
 
-def heading(preset: str | None) -> str:
-    """The words over the list: what a tick does, and what runs when none is ticked."""
+def heading(preset: bool, ticked: bool = False) -> str:
+    """The words over the list: what a tick does, and what runs while none is ticked, said
+    only while none is (`none ticked: the preset's` over a ticked box read as contradicting
+    it)."""
     if preset:
-        return "backends (none ticked: the preset's; a tick runs its variants with it)"
-    return "backends ([x] runs; space toggles; none ticked: torchscript)"
+        return ("backends ([x] runs each of the preset's variants; space toggles)" if ticked else
+                "backends (none ticked: the preset's; a tick runs its variants with it)")
+    return "backends ([x] runs; space toggles" + (")" if ticked else "; none ticked: torchscript)")
 
 
 class CheckList(StopsAtEnds, SelectionList):

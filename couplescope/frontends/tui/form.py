@@ -150,7 +150,8 @@ class PickForm(PresetFields, Vertical):
                     yield Label(option.short_label, id=f"{option.name}-label")
                     yield self._widget(option, a, runtime)
             if group == FIRST_GROUP:
-                yield Label(Text(heading(a.preset)), id="backends-heading", classes="section")
+                yield Label(Text(heading(bool(a.preset), bool(a.backends))), id="backends-heading",
+                            classes="section")
                 chosen = set(a.backends or ())
                 yield CheckList(*[(n, n, n in chosen) for n in backends.names()], id="backends",
                                 compact=True)
@@ -386,4 +387,5 @@ class PickForm(PresetFields, Vertical):
             event.widget.show_highlighted()   # and its highlighted row, whatever the notes' length
 
     def on_selection_list_selected_changed(self, event) -> None:
+        self.show_backends_heading()
         self.refresh_preview()

@@ -69,9 +69,14 @@ class PresetFields:
                 widget.label = fields.flag_label(self.blank(option))
             else:
                 widget.placeholder = self.blank(option).words
-        self.query_one("#backends-heading", Label).update(Text(heading(preset)))
         self._fill_backends()
+        self.show_backends_heading()
         self.update_size_hint()
+
+    def show_backends_heading(self) -> None:
+        """The words over the backends list, true to its ticks (backends_list.heading)."""
+        words = heading(self.preset_values is not None, bool(self.query_one("#backends", CheckList).selected))
+        self.query_one("#backends-heading", Label).update(Text(words))
 
     def clear_what_the_preset_sets(self, values: dict) -> None:
         """A preset chosen in the form: the fields it sets show its values, not what was
