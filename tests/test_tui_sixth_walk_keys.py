@@ -4,6 +4,7 @@ replayed recordings of real runs (tests/fixtures), no worker process, no catalog
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -14,9 +15,12 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.backends_list import CheckList
 from couplescope.frontends.tui.fields import EndingList
 from couplescope.frontends.tui.form import PickForm
+from couplescope.frontends.tui.help import help_text
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
+
+DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -111,6 +115,30 @@ async def test_spaces_word_in_the_footer_is_what_it_does_to_the_highlighted_row(
         await pilot.press("down", "space")
         await until(pilot, space_says("mark"), "mark, once unmarked")
         assert not any(r.selected for r in app.runs.values())
+
+
+# -- 1.4: an open list searches with the letter keys, as docs/tui.md and the help say -------------
+
+async def test_an_open_list_searches_with_letters_offers_only_its_escape_and_the_docs_say_so():
+    """`r` in an open list moved its highlight (a search), where docs/tui.md said the letter
+    keys act wherever the focus is: the docs now say the exception, as the footer does."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        preset = app.main.query_one("#preset", Select)
+        preset.focus()
+        await until(pilot, lambda: app.focused is preset, "the preset focused")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.focused, EndingList), "the list open")
+        listed = app.focused
+        names = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        await until(pilot, lambda: set(footer_keys(app)) - {"^p"} == {"esc"}, list(footer_keys(app)))
+        await pilot.press("t")                           # (a view's key, elsewhere)
+        await until(pilot, lambda: listed.highlighted is not None and "t" in names[listed.highlighted],
+                    "the search moved the highlight")
+        assert app.focused is listed and not app.runs
+    tui = open(os.path.join(DOCS, "tui.md")).read()
+    assert "An open list takes the letter keys as a search" in " ".join(tui.split())
+    assert "an open list searches with them" in " ".join(help_text(app.view_types).split())
 
 
 # -- 4: s offered while it can act; the backends heading true to the ticks --------------------------

@@ -42,7 +42,7 @@ KEYS = """\
 - `escape` elsewhere: leave the field for the tab bar (arrows switch views)
 
 The keys work wherever the focus is: number fields take digits only. A field that takes
-words ({word_fields}) keeps letters: `escape` first.
+words ({word_fields}) keeps letters, and an open list searches with them: `escape` first.
 """
 
 
