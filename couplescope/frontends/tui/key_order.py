@@ -64,6 +64,8 @@ class KeysInOrder:
         focused = self.focused
         if focused is not None and focused.check_consume_key(key.key, key.character):
             return False
+        if not self._may_move_focus(key.key):       # (most keys: without the 1-2 ms of active_bindings)
+            return False
         active = self.screen.active_bindings.get(key.key)
         if (active is None or active.binding.priority or not active.enabled
                 or action_name(active.binding.action) not in FOCUS_MOVES):
@@ -72,3 +74,9 @@ class KeysInOrder:
         if focused is not None:
             self.screen._clear_tooltip()
         return await self.run_action(active.binding.action, active.node)
+
+    def _may_move_focus(self, key: str) -> bool:
+        """Whether a node the key would reach binds it to a focus move, enabled or not."""
+        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        return any(action_name(binding.action) in FOCUS_MOVES
+                   for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
