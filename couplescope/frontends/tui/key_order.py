@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from textual import events
 
-#: the actions that move the focus, or the screen that has it, at once (their namespace
+#: the actions that move the focus, or the screen that has it (their namespace
 #: and parameters aside): tab and shift+tab, escape out of a field, a list opened (its open
 #: list takes the focus), a screen closed
 FOCUS_MOVES = frozenset({"focus_next", "focus_previous", "leave_field", "leave", "show_overlay",
