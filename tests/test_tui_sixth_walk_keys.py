@@ -51,10 +51,8 @@ async def test_keys_typed_with_a_tab_go_to_the_field_it_moved_to():
             for key, character in keys:          # as the driver posts what one read parsed to
                 app.post_message(events.Key(key, character))
             await until(pilot, lambda: app.focused.id == then, f"{keys[0][0]} moved the focus")
-            await until(pilot, lambda: all(f.value == texts[n] for n, f in fields.items()) or settled(app),
-                        "the keys acted")
-            await pilot.pause()
-            assert {n: f.value for n, f in fields.items()} == texts, keys
+            await until(pilot, lambda: all(f.value == texts[n] for n, f in fields.items()),   # (main: never)
+                        f"the keys after {keys[0][0]} reached {then}")
 
 
 async def test_keys_typed_with_the_key_that_opens_a_list_move_in_the_open_list():
@@ -70,13 +68,7 @@ async def test_keys_typed_with_the_key_that_opens_a_list_move_in_the_open_list()
             app.post_message(events.Key(key, None))
         await until(pilot, lambda: isinstance(app.focused, EndingList), "the list open")
         listed = app.focused
-        await until(pilot, lambda: listed.highlighted == 1 or settled(app), "the down acted")
-        assert listed.highlighted == 1, listed.highlighted
-
-
-def settled(app) -> bool:
-    """No message waits in the app's queue or any of its widgets' (the keys went through)."""
-    return app._message_queue.empty() and all(w._message_queue.empty() for w in app.screen.walk_children())
+        await until(pilot, lambda: listed.highlighted == 1, "the down moved the open list's highlight")  # (main: never)
 
 
 # -- 1.3: space's word in the footer follows the highlighted row -----------------------------------
