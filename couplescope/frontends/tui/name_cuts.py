@@ -82,7 +82,8 @@ def told_from(kept: list[str], others: list[set[str]], start: str = "") -> int:
                if any(w not in words for w in kept) or (start and not any(w.startswith(start) for w in words)))
 
 
-def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tuple[tuple, str, list[str], str]]:
+def choices(rest: str, lead: bool, room: int, others: list[set[str]],
+            least: int = WORD_START) -> list[tuple[tuple, str, list[str], str]]:
     """Every way to write `rest` in `room` characters, best first, with its score: how
     many of the other names it is told from (`others`: their words), then something
     kept before nothing, then a start that differs from theirs kept, cut from its end
@@ -90,8 +91,8 @@ def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tu
     its middle or end (`direct…host`: "python", which tells what it is, gone while
     "host" stayed; a start every other name has, `simplenet…`, is not preferred so),
     then whole words before a word cut to its start (WORD_START characters of it at
-    least), then the fewest ellipses (the fewest pieces to read), then the characters
-    kept, then its first words kept. Each as (score, text, its whole words, the start
+    least; `least` where only that tells names apart), then the fewest ellipses (the
+    fewest pieces to read), then the characters kept, then its first words kept. Each as (score, text, its whole words, the start
     of a word cut)."""
     words, seps = words_of(rest)
     differs = any(words[0] not in other for other in others)   # its first word tells it from one
@@ -107,7 +108,7 @@ def choices(rest: str, lead: bool, room: int, others: list[set[str]]) -> list[tu
     at = 0
     for word, sep in zip(words, seps):
         at += len(sep)
-        for end in range(at + WORD_START, at + len(word)):
+        for end in range(at + least, at + len(word)):
             text = ("…" if lead else "") + rest[:end] + "…"
             if len(text) <= room:
                 whole = [w for w in words_of(rest[:at])[0] if w]
@@ -140,10 +141,10 @@ def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None
     words = [set(words_of(rest)[0]) for rest in rests]
     shown = [tag + ("…" if start else "") + rest for tag, rest, start in zip(tags, rests, known)]
 
-    def ways(i: int) -> list[tuple[tuple, str, list[str], str]]:
+    def ways(i: int, least: int = WORD_START) -> list[tuple[tuple, str, list[str], str]]:
         # told from its run's other names: another run's are told from it by their tag
         others = [w for j, w in enumerate(words) if j != i and tags[j] == tags[i]]
-        return choices(rests[i], bool(known[i]), width - len(tags[i]), others)
+        return choices(rests[i], bool(known[i]), width - len(tags[i]), others, least)
 
     for i in long:
         shown[i] = tags[i] + next((text for _, text, _, _ in ways(i)), "")
@@ -153,4 +154,17 @@ def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None
             shown[i] = next((tags[i] + text for _, text, whole, start in ways(i)
                              if told_from(whole, clash, start) == len(clash) and tags[i] + text not in shown),
                             shown[i])
+    for i in long:   # still read as another (`direct…` beside `direct`): cut inside a word, `direct-py…`
+        others = [s for j, s in enumerate(shown) if j != i]
+        if any(confusable(shown[i], other) for other in others):
+            found = [tags[i] + text for _, text, _, start in ways(i, 1) if start]   # the most of it first
+            found += [tags[i] + text for _, text, _, _ in ways(i)]
+            shown[i] = next((name for name in found if not any(confusable(name, o) or confusable(o, name)
+                                                                for o in others)), shown[i])
     return shown
+
+
+def confusable(name: str, other: str) -> bool:
+    """Whether `name` reads as `other`: the same, or its start and an ellipsis (`#1 direct…`
+    beside `#1 direct` or `#1 direct-pyt…`: told apart by nothing but `…`)."""
+    return name == other or (name.endswith("…") and other.startswith(name[:-1]))
