@@ -32,21 +32,29 @@ def combined(records, left_out=frozenset()) -> ResultsBuilder:
                     continue
                 ev = {**ev, "variant": name}
             builder.on_event(ev)
-    builder.put_in_order([f"#{r.id} {v.name}" for r in records for v in r.builder.in_order()])
+    builder.put_in_order([f"#{r.id} {name}" for r in records for name in run_line_order(r)])
     return builder
 
 
+def run_line_order(record) -> list[str]:
+    """A run's variants in its Run line's order: its plan's (a run in rounds), its
+    request's, then any other it met. A stopped run's builder held only the variants
+    that had begun, in the order they began (round 1's shuffled one), and the rest came
+    after them: `direct-torchscript-2, bridge-torchscript-1, ..., direct-torchscript-1`."""
+    return list(dict.fromkeys([*record.builder.order, *(s.label for s in record.specs),
+                               *(v.name for v in record.builder.in_order())]))
+
+
 def named(records, variants: dict) -> list[str]:
-    """Every variant of the compared runs as "#run variant": each run's that made events
-    (`variants`, combined()'s, in its order), then those a stop left without any event
-    (a stopped run's later variants: a run stopped in its first round listed one of its
-    unstarted variants as `no steps`, another run's not at all), in the run's own order."""
+    """Every variant of the compared runs as "#run variant", run after run, each run's in
+    its Run line's order: those that made events (`variants`, combined()'s) and those a
+    stop left without any (a run stopped in its first round listed one of its unstarted
+    variants as `no steps`, another run's not at all; and after the ones that had begun)."""
     names = []
     for record in records:
         tag = f"#{record.id} "
-        own = [n for n in variants if n.startswith(tag)]
-        planned = dict.fromkeys([*record.builder.order, *(s.label for s in record.specs)])
-        names += own + [tag + label for label in planned if tag + label not in own]
+        names += [tag + label for label in run_line_order(record)]
+        names += [n for n in variants if n.startswith(tag) and n not in names]
     return names
 
 
