@@ -181,6 +181,15 @@ def draw(plot: BoxPlot, labels: list[str], width: int, title_extra: str = "", wh
     return out
 
 
+def nothing_drawn(left_out: int, rows: int, unit: str) -> str:
+    """What the plot says when it has no box: of `rows` variants, `left_out` left out."""
+    if left_out and left_out == rows:
+        return "time distributions: every variant left out; space puts one back"
+    if left_out:
+        return f"time distributions: {left_out} left out, the others made no {unit}s; space puts one back"
+    return "time distributions: nothing to compare yet"
+
+
 class BoxRows(Static):
     """The box plot widget: what `show` was given, drawn again at every width."""
 
@@ -189,6 +198,12 @@ class BoxRows(Static):
     def show(self, plot: BoxPlot, labels: list[str], title_extra: str = "", what: str = "calls") -> None:
         self._shown = (plot, labels, title_extra, what)
         self._draw()
+
+    def say(self, words: str) -> None:
+        """Words in place of the boxes, kept at every width: a plot shown before was drawn
+        again at the next resize (the only variant left out kept its box)."""
+        self._shown = None
+        self.update(words)
 
     def on_resize(self) -> None:
         self._draw()

@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from couplescope.frontends import formatting as fmt
-from couplescope.frontends.tui.box_rows import BoxRows, box_plot
+from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
 from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, paired_lines, ranking_lines, spaced,
                                                       task_columns, title_lines, verdict_text)
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
@@ -384,7 +384,8 @@ class CompareScreen(Screen):
             plot.refresh()
             return
         if not series:
-            self.query_one(BoxRows).update("time distributions: nothing to compare yet")
+            out = sum(n in self.left_out for n in self.all_names)
+            self.query_one(BoxRows).say(nothing_drawn(out, len(self.all_names), UNIT_WORDS[self.compared_task]))
             return
         box = self.box_numbers(series)
         self.query_one(BoxRows).show(box_plot(list(series.values())), [str(box[n]) for n in series],
