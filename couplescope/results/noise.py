@@ -137,8 +137,11 @@ def verdict(builder, comparison: list[dict]) -> dict:
                             f"processes used {DISTURBED_PERCENT:g}% of a core or more while one of them was "
                             f"timed), which leaves fewer than {paired.MIN_CLEAN_ROUNDS} to pair")
         if r.get("ratio_low") is not None and not paired.resolves(r):
-            unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: the ratio's 95% interval "
-                            f"({r['ratio_low']:.3f}–{r['ratio_high']:.3f}) holds 1")
+            span = f"({r['ratio_low']:.3f}–{r['ratio_high']:.3f})"
+            unranked.append(f"{r['name']} and {r['baseline']} cannot be ranked: "
+                            + (f"the ratio by round {span} holds 1, and {r.get('paired_rounds')} rounds are too "
+                               "few for a narrower interval" if paired.range_only(r)
+                               else f"the ratio's 95% interval {span} holds 1"))
     return {"line": line, "disturbed": hits, "unsampled": blind, "standing_out": slow,
             "governor": governor, "unranked": unranked,
             "disturbed_percent": DISTURBED_PERCENT}

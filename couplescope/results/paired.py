@@ -135,6 +135,25 @@ def _bootstrap(ratios: list[float], confidence: float, resamples: int, seed: int
     return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1.0 - tail))
 
 
+#: with this many rounds or fewer a pair's percentile interval is its rounds' range: of 5,
+#: a resample's median is the lowest round's ratio when three picks of the five or more
+#: are that round (probability 0.058, of 4 rounds 0.051), over the 0.025 a 95% interval
+#: leaves out at each end; of 6 rounds 0.009, and the interval is narrower than the range
+RANGE_ROUNDS = 5
+
+
+def range_only(row: dict) -> bool:
+    """Whether a row's interval (`ratio_low`, `ratio_high`) is no more than the range of
+    the rounds it pairs (its lowest and highest round's ratio): with RANGE_ROUNDS rounds
+    or fewer it always is, and to call it a 95% interval says more than the rounds do."""
+    low, high, per_round = row.get("ratio_low"), row.get("ratio_high"), row.get("ratio_per_round")
+    if low is None or high is None or not per_round:
+        return False
+    left_out = {str(r) for r in row.get("rounds_disturbed") or []}
+    paired = [v for r, v in per_round.items() if str(r) not in left_out]
+    return bool(paired) and math.isclose(low, min(paired)) and math.isclose(high, max(paired))
+
+
 def half_width(row: dict) -> float | None:
     """The interval's larger distance from the ratio, as a share of it (±4% -> 0.04)."""
     ratio, low, high = row.get("ratio"), row.get("ratio_low"), row.get("ratio_high")

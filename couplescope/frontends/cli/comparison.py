@@ -9,7 +9,7 @@ from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.colors import GREEN, RED, YELLOW
 from couplescope.results import sweeps
 from couplescope.results.builder import verdict_word
-from couplescope.results.paired import half_width, unpaired
+from couplescope.results.paired import half_width, range_only, unpaired
 
 
 def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None) -> str:
@@ -48,6 +48,9 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         to = bases[0] if len(bases) == 1 else "the variant marked base at the same size"
         text += (f"\nvs base: the ratio to {to} from same-round pairs, ± its 95% interval; "
                  "by round: the lowest and highest round's ratio")
+        if any(range_only(r) for r in rows):   # (5 rounds: the interval is their range)
+            text += ("; where ± spans the by-round range, the rounds are too few for a narrower "
+                     "interval (5 or fewer): not 95%")
         if any(unpaired(r) for r in rows):
             text += ("; unpaired: fewer than two rounds in common with the base (a variant "
                      "stopped or broke), the ratio of the two medians, with no interval")

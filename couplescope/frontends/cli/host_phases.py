@@ -45,6 +45,8 @@ def host_phase_table(comparison: dict, hosts: dict) -> str:
     if any(c.get("cannot_rank") for c in every_cell):
         note += ("\ncannot rank: other processes loaded the machine in too many of the rounds "
                  "(the note below)")
+    if any(c.get("low") is not None for c in every_cell):   # results.paired.RANGE_ROUNDS
+        note += "\nof 5 rounds or fewer, the interval is their range: too few rounds for a narrower one"
     return f"per phase, by host (median; {how}):\n" + table + note
 
 

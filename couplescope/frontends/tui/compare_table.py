@@ -87,14 +87,18 @@ def spaced(cell) -> Text:
 
 def unranked_why(row: dict) -> str | None:
     """Why a pair of one run in rounds is not ranked, in the log's terms (results.noise says
-    it at length): "4 of 4 rounds disturbed", "its interval 0.95–1.08 holds 1"; None when
+    it at length): "4 of 4 rounds disturbed", "its 95% interval 0.95–1.08 holds 1" (of 5
+    rounds, "by round 0.95–1.08 holds 1 (5 rounds)": their range, not 95%); None when
     its ratio ranks the two."""
     from couplescope.results import paired
 
     if row.get("cannot_rank"):
         return f"{row['cannot_rank']} by other processes"
     if row.get("ratio_low") is not None and not paired.resolves(row):
-        return f"its 95% interval {row['ratio_low']:.2f}–{row['ratio_high']:.2f} holds 1"
+        span = f"{row['ratio_low']:.2f}–{row['ratio_high']:.2f}"
+        if paired.range_only(row):   # too few rounds for a narrower interval: not called 95%
+            return f"by round {span} holds 1 ({row.get('paired_rounds')} rounds)"
+        return f"its 95% interval {span} holds 1"
     return None
 
 

@@ -95,8 +95,11 @@ def ending_notes(record) -> list[tuple[str, str]]:
 
 
 def ratio_line(row: dict) -> str | None:
-    """"b: 1.20x a from same-round pairs (95% interval 1.15–1.26, by round 1.12–1.30)"."""
-    from couplescope.results.paired import unpaired
+    """"b: 1.20x a from same-round pairs (95% interval 1.15–1.26, by round 1.12–1.30)";
+    where the rounds are too few for an interval narrower than their range (5 rounds:
+    paired.range_only), the range alone: "(by round 2.13–4.70; 5 rounds: too few for a
+    narrower interval)" (it read "95% interval 2.13–4.70, by round 2.13–4.70")."""
+    from couplescope.results.paired import range_only, unpaired
 
     base = row.get("baseline")
     if not base or base == row["name"] or row.get("ratio") is None:
@@ -105,6 +108,10 @@ def ratio_line(row: dict) -> str | None:
         return (f"{row['name']}: {row['ratio']:.2f}x {base}, unpaired (fewer than two rounds in "
                 "common: the medians' ratio)")
     spread = row.get("ratio_spread") or [row["ratio_low"], row["ratio_high"]]
+    if range_only(row):
+        return (f"{row['name']}: {row['ratio']:.2f}x {base} from same-round pairs (by round "
+                f"{row['ratio_low']:.2f}–{row['ratio_high']:.2f}; {row.get('paired_rounds')} rounds: too few "
+                "for a narrower interval)")
     return (f"{row['name']}: {row['ratio']:.2f}x {base} from same-round pairs (95% interval "
             f"{row['ratio_low']:.2f}–{row['ratio_high']:.2f}, by round {spread[0]:.2f}–{spread[1]:.2f})")
 
