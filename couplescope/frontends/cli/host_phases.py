@@ -41,12 +41,13 @@ def host_phase_table(comparison: dict, hosts: dict) -> str:
     how = ("ratio from same-round pairs, 95% interval" if paired
            else "ratio of the medians: one round, no interval")
     absent = any(c.get("absent") for c in every_cell)
-    note = f"\n{ABSENT}: that host has no such phase" if absent else ""
+    note = ""
+    if any(c.get("low") is not None for c in every_cell):   # results.paired.RANGE_ROUNDS
+        note += "\nof 5 rounds or fewer, the interval is their range: too few rounds for a narrower one"
+    note += f"\n{ABSENT}: that host has no such phase" if absent else ""
     if any(c.get("cannot_rank") for c in every_cell):
         note += ("\ncannot rank: other processes loaded the machine in too many of the rounds "
                  "(the note below)")
-    if any(c.get("low") is not None for c in every_cell):   # results.paired.RANGE_ROUNDS
-        note += "\nof 5 rounds or fewer, the interval is their range: too few rounds for a narrower one"
     return f"per phase, by host (median; {how}):\n" + table + note
 
 
