@@ -130,11 +130,13 @@ async def test_a_box_keeps_its_number_and_one_run_left_alone_gives_its_same_roun
         notes = str(screen.query_one("#compare-notes").render())
         assert notes.startswith("ratios: from same-round pairs, to box 3"), notes
         assert "of the medians" not in notes, notes
+        assert "ratio" in screen.columns() and "vs fastest" not in screen.columns()   # 7th walk 3c: to box 3
         await pilot.press("up", "up", "space")               # #1's first row back
         await until(pilot, lambda: names[0] not in screen.left_out, "#1's first row back")
         assert [cells(table, n)[0] for n in names] == ["1", "", "3", "4", "5", "6"]
         notes = str(screen.query_one("#compare-notes").render())
         assert notes.startswith("the ratios are of the medians"), notes   # two runs again: not paired
+        assert "vs fastest" in screen.columns()   # (the table's own label: fit shortens it to ratio at 80)
 
 
 # -- 2.5: a name cut keeps the start that tells it apart, cut from its end ----------------------
