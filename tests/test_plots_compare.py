@@ -271,3 +271,16 @@ def test_no_summary_png_for_an_interrupted_run_and_a_failed_picture_never_costs_
     gone = SummaryPlot(SimpleNamespace(path=str(tmp_path / "removed")))   # the directory went away
     gone.session_done(_builder("two-backends"))
     assert gone.path is None and gone.error.startswith("not drawn: UsageError: cannot write")
+
+
+def test_the_rounds_panel_calls_five_rounds_range_a_range_not_a_95_percent_interval():
+    """With 5 rounds or fewer the bootstrap's interval is the rounds' lowest and highest
+    ratio (paired.range_only): summary.png titled that band "its 95% interval" (seventh
+    walk 3a, said of the log; the figure said it too). A run of more rounds keeps 95%."""
+    def title(name: str) -> str:
+        fig = plots.figure([document(name)])
+        [t] = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("ratio to")]
+        return t
+
+    assert "band: the rounds' range: too few rounds for a 95% interval" in title("preset-train")
+    assert title("busy-rounds").endswith("band: its 95% interval)")

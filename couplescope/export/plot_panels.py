@@ -220,7 +220,9 @@ def round_ratios(ax, lines: list[dict], baseline: str) -> None:
     """A run in rounds: each variant's ratio to the baseline round by round (markers), its
     paired ratio (dashed) and 95% interval (band); a round where both variants met the same
     drift has the same ratio as a quiet one, which is why the pairs are taken per round.
-    lines: {label, color, rounds, ratios, ratio, low, high}."""
+    With 5 rounds or fewer the interval is the rounds' range (paired.range_only), and the
+    title says so rather than 95%.
+    lines: {label, color, rounds, ratios, ratio, low, high, range_only}."""
     from matplotlib.ticker import MaxNLocator
 
     for line in lines:
@@ -232,8 +234,12 @@ def round_ratios(ax, lines: list[dict], baseline: str) -> None:
             ax.axhspan(line["low"], line["high"], color=line["color"], alpha=0.12, linewidth=0)
     ax.axhline(1.0, color="black", linewidth=0.6, alpha=0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"ratio to {baseline} per round (dashed: from same-round pairs; band: its 95% interval)",
-                 fontsize=9)
+    banded = [line for line in lines if line.get("low") is not None]
+    band = ("the rounds' range: too few rounds for a 95% interval"
+            if banded and all(line.get("range_only") for line in banded) else
+            "its 95% interval, or the rounds' range with 5 rounds or fewer"
+            if any(line.get("range_only") for line in banded) else "its 95% interval")
+    ax.set_title(f"ratio to {baseline} per round (dashed: from same-round pairs; band: {band})", fontsize=9)
     ax.set_xlabel("round", fontsize=8)
     ax.set_ylabel("ratio", fontsize=8)
     ax.tick_params(labelsize=7)

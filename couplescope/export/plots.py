@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from couplescope.export import plot_panels
 from couplescope.protocol.errors import UsageError, WriteError
-from couplescope.results import labels, saved, sweeps
+from couplescope.results import labels, paired, saved, sweeps
 
 SUMMARY_FILE = "summary.png"
 FORMATS = ("png", "svg")
@@ -230,7 +230,8 @@ def _round_lines(documents: list[dict], items: list[Entry]) -> tuple[list[dict],
         e = colors[row["name"]]
         lines.append({"label": e.label, "color": e.color, "rounds": rounds,
                       "ratios": [per_round[str(r)] for r in rounds], "ratio": row.get("ratio"),
-                      "low": row.get("ratio_low"), "high": row.get("ratio_high")})
+                      "low": row.get("ratio_low"), "high": row.get("ratio_high"),
+                      "range_only": paired.range_only(row)})
     # a sweep in rounds pairs each size with its own baseline
     return lines, (bases[0] if len(bases) == 1 else "the baseline at each size" if bases else "")
 
