@@ -9,6 +9,15 @@ family, as fields.py's bound keys and the backends list's space). A key whose bi
 moves the focus acts here, when the app reads it, and the keys read after it wait till the
 focus has moved (Widget.focus sets it from a callback, queued behind them), so they are
 handed to the widget it moved the focus to.
+
+The app's own keys (r, s, e, c, the views' letters: priority bindings) act when the app reads
+them, but the keys read before them were only handed on, to the focused widget's queue: `3 0 0
+r` in one read ran the form's request before the digits reached the field, `BSpace BSpace r` ran
+the old size (and the run's view switch lost the backspaces), `Up e` in History exported the
+run highlighted before the Up. Such a key waits, and the keys read after it, till what the keys
+before it set going has settled: the focused widget's queue and its ancestors' (the form, the
+view, the screen), where the messages those keys post (Input.Changed, RowHighlighted) bubble,
+each empty behind a callback queued on it.
 """
 
 from __future__ import annotations
@@ -36,16 +45,62 @@ class KeysInOrder:
     #: from a callback queued behind them); None: none waits
     _held: list[events.Key] | None = None
 
+    #: the app's own key that waited for the keys before it to settle, handed on now
+    _settled: events.Key | None = None
+    #: whether a key was handed to the focused widget since the keys last settled
+    _handed_on: bool = False
+
     async def on_event(self, event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
             if self._held is not None:
                 self._held.append(event)
                 return
+            if event is not self._settled and self._handed_on and self._acts_at_once(event.key):
+                self._held = [event]
+                self._settle()
+                return
+            self._settled = None
             if await self._moved_focus(event):
                 self._held = []
                 self.call_later(self._hand_on_held)   # queued behind the focus move's own callbacks
                 return
+            self._handed_on = True
         await super().on_event(event)
+
+    def _acts_at_once(self, key: str) -> bool:
+        """Whether a node the key would reach binds it with priority (the app's r, s, e ...):
+        such a binding acts when the app reads the key, before the keys read before it."""
+        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        return any(binding.priority
+                   for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
+
+    def _settle(self) -> None:
+        """A callback queued on the focused widget and each of its ancestors below the app;
+        once all have run, one queued on the app (a key bubbles up to it, where its
+        non-priority binding runs: the table's up), then again while any of theirs holds a
+        message (one the keys posted: Input.Changed, RowHighlighted), else the held keys are
+        handed on. The app's own queue is only passed through, not waited empty: the run's
+        events and the timers keep it busy, and the keys read meanwhile are held."""
+        nodes = [node for node in (self.focused.ancestors_with_self if self.focused is not None
+                                   else (self.screen,)) if node is not self]
+        left = {id(node) for node in nodes
+                if node.call_later(lambda node=node: self.call_later(settled, node))}
+
+        def settled(node) -> None:
+            left.discard(id(node))
+            if not left:
+                self.call_later(passed_the_app)
+
+        async def passed_the_app() -> None:
+            if any(not node._message_queue.empty() for node in nodes):
+                self._settle()
+            else:
+                self._handed_on = False
+                self._settled = self._held[0] if self._held else None
+                await self._hand_on_held()
+
+        if not left:
+            self.call_later(passed_the_app)
 
     async def _hand_on_held(self) -> None:
         """The keys held while the focus moved, in the order read, to where it is now (one of
