@@ -142,6 +142,11 @@ class RunRecord:
             return verdict_word("running")
         return verdict_word("passed") if self.measured() else "-"
 
+    def all_finished(self) -> bool:
+        """Whether every variant ran to its end (a stop that came after that stopped nothing)."""
+        variants = [self.builder.variants.get(spec.label) for spec in self.specs]
+        return all(v is not None and v.status == "finished" for v in variants)
+
     def measured(self) -> int:
         """How many of its variants made a call (a stopped run's others never started)."""
         return sum(1 for v in self.builder.variants.values() if v.calls.count)
@@ -171,6 +176,10 @@ class RunRecord:
         if error or "error" in verdicts:
             self.status = "error"
         elif "stopped" in verdicts or any(v.status == "interrupted" for v in self.builder.variants.values()):
+            self.status = "stopped"
+        elif self.stopping and not self.all_finished():
+            # stopped while it was starting (`r s` in one read): no worker was running to be
+            # interrupted, and the run read as finished, or failed with no reason given
             self.status = "stopped"
         else:
             self.status = "finished"
