@@ -11,6 +11,7 @@ from textual.widgets import Input
 
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.stats_panel import StatsPanel
 from test_tui_replay import replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -34,26 +35,28 @@ async def iterations_focused(pilot, value: str) -> Input:
     return field
 
 
-@pytest.mark.parametrize("value, keys, then", [
-    ("20", ("backspace", "backspace", "0", "r"), "0"),    # 1a: the backspaces were lost
-    ("", ("0", "r"), "0"),                                # 1a': the preset's 1 000 ran
-    ("7", ("backspace", "0", "r"), "0"),                  # 1a'': judged before the keys
-])
-async def test_r_typed_with_the_keys_before_it_runs_what_they_made(value, keys, then):
+#: (the iterations field's text, the keys of one read, the text they leave): each value one `r`
+#: refuses, so no run starts once it is mended (on main, `r` ran the value from before them)
+MENDED_THEN_RUN = [("20", ("backspace", "backspace", "0", "r"), "0"),   # 1a: the backspaces were lost
+                   ("", ("0", "r"), "0"),                               # 1a': the preset's 1 000 ran
+                   ("7", ("backspace", "0", "r"), "0")]                 # 1a'': judged before the keys
+
+
+async def test_r_typed_with_the_keys_before_it_runs_what_they_made():
     """`BSpace BSpace r`, `3 0 0 r`, `BSpace 2 0 r` in one read: `r` (a key of the app's, a
     priority binding) acted when the app read it, before the keys read with it reached the
-    field: it ran the old value (the backspaces then lost), or refused the old value. Here
-    the keys make a value `r` refuses, so no run starts once it is mended (on main, `r`
-    ran the value from before them)."""
+    field: it ran the old value (the backspaces then lost), or refused the old value."""
     app = CoupleScopeApp(RunOptions(preset=PRESET), load_catalogue=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        field = await iterations_focused(pilot, value)
-        one_read(app, *keys)
-        await until(pilot, lambda: any(n.startswith("cannot run") for n in app.notes) or app.runs,
-                    "r answered")
-        assert not app.runs, f"r ran what the field held before {keys}"
-        assert "(got 0)" in app.notes[-1], app.notes[-1]
-        assert field.value == then
+        for value, keys, then in MENDED_THEN_RUN:
+            field = await iterations_focused(pilot, value)
+            noted = len(app.notes)
+            one_read(app, *keys)
+            await until(pilot, lambda: any(n.startswith("cannot run") for n in app.notes[noted:]) or app.runs,
+                        "r answered")
+            assert not app.runs, f"r ran what the field held before {keys}"
+            assert "(got 0)" in app.notes[-1], app.notes[-1]
+            assert field.value == then
 
 
 async def test_up_then_e_exports_the_run_the_up_highlighted(tmp_path):
@@ -71,3 +74,39 @@ async def test_up_then_e_exports_the_run_the_up_highlighted(tmp_path):
         await until(pilot, lambda: any(r.export_path for r in app.runs.values()), "exported")
         assert runs.highlighted_id() == 1
         assert app.runs[1].export_path and not app.runs[2].export_path, "e exported #2, not #1"
+
+
+@pytest.fixture
+def start_held_till_stopped(monkeypatch):
+    """The run's session starts its first worker only once a stop was asked for: `s`
+    arriving while the run starts, as `r s` in one read has it (a stop 0.3 s later came
+    while a worker ran, and was a stop)."""
+    from couplescope.core.session import Session
+
+    run = Session.run
+
+    def held(self):
+        assert self._stop.wait(timeout=60), "no stop came"
+        return run(self)
+    monkeypatch.setattr(Session, "run", held)
+
+
+async def test_a_stop_that_comes_while_the_run_starts_is_a_stop_everywhere(start_held_till_stopped):
+    """1e: `r s` in one read: the run ended as `finished: e exports, c compares`, Watch said
+    `failed before any variant reported: the log (t) says why` (the log said nothing), and
+    History's verdict was `-`."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        one_read(app, "r", "s")
+        await until(pilot, lambda: app.runs and app.active is None, "the run ended")
+        record = app.runs[1]
+        assert record.status == "stopped", record.status
+        status = str(app.main.query_one("#status").render())
+        assert "stopped by you (s) before its first call: nothing measured" in status, status
+        panel = app.main.query_one(StatsPanel)._waiting
+        assert "failed" not in panel and "stopped by you (s)" in panel, panel
+        await pilot.press("h")
+        runs = app.main.query_one("#runs")
+        await until(pilot, lambda: app.focused is runs and runs.row_count == 1, "History")
+        row = [str(c).strip() for c in runs.get_row("1")]
+        assert row[1:3] == ["0 of 2", "STOPPED"], row
