@@ -110,3 +110,27 @@ async def test_a_stop_that_comes_while_the_run_starts_is_a_stop_everywhere(start
         await until(pilot, lambda: app.focused is runs and runs.row_count == 1, "History")
         row = [str(c).strip() for c in runs.get_row("1")]
         assert row[1:3] == ["0 of 2", "STOPPED"], row
+
+
+# -- 1b, 1d: escape and a letter in one read reach the app as alt+letter ---------------------------
+
+async def test_escape_then_a_letter_in_one_read_acts_as_escape_then_the_letter():
+    """`tmux send-keys Escape r` from the name field typed `r` into it (`myr`, no run), and
+    `Escape t` on the compare screen did nothing: the terminal's ESC r is alt+r to Textual
+    (the bytes a terminal sends for alt+r), which no part of the app binds."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        name = app.main.query_one("#name", Input)
+        name.value = "my"
+        name.focus()
+        await until(pilot, lambda: app.focused is name, "the name field focused")
+        await pilot.pause()
+        app.post_message(events.Key("alt+r", "r"))          # ESC r, as Textual's parser reads it
+        await until(pilot, lambda: app.runs or name.value != "my", "alt+r acted")   # (main: myr)
+        assert name.value == "my" and app.focused is not name
+        await until(pilot, lambda: app.active is None and app.runs[1].measured(), "the run ran")
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        app.post_message(events.Key("alt+t", "t"))
+        await until(pilot, lambda: app.screen is app.main and app.main.query_one("#tabs").active == "telemetry",
+                    "escape closed the compare and t showed Telemetry")   # (main: the compare stayed)

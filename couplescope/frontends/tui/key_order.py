@@ -18,6 +18,12 @@ run highlighted before the Up. Such a key waits, and the keys read after it, til
 before it set going has settled: the focused widget's queue and its ancestors' (the form, the
 view, the screen), where the messages those keys post (Input.Changed, RowHighlighted) bubble,
 each empty behind a callback queued on it.
+
+`escape` and a letter in one read (`tmux send-keys Escape r`, a fast typist, ssh) reach
+Textual as one key, alt+r: a terminal sends alt+r as those very bytes (ESC r), and Textual
+waits ESCAPE_DELAY for more only when the ESC comes alone. The app binds no alt key, so
+alt+letter is taken as what the bytes most often mean: escape, then the letter (in a field
+that takes words, alt+r typed `r` into it, and on the compare screen alt+t did nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +35,31 @@ from textual import events
 #: list takes the focus), a screen closed
 FOCUS_MOVES = frozenset({"focus_next", "focus_previous", "leave_field", "leave", "show_overlay",
                          "pop_screen"})
+
+
+#: the rounds a key of the app's waits at most for what the keys before it set going (a key
+#: bubbling up a dozen widgets and the message it posts bubbling after it take fewer)
+MAX_ROUNDS = 32
+
+
+def keys_at_work(node) -> bool:
+    """Whether the node's queue holds a key or a message a widget posted (they bubble; the
+    timers', callbacks' and refreshes' do not, or are Textual's own: messages.Update)."""
+    return any(isinstance(message, events.Key)
+               or (message is not None and message.bubble and not isinstance(message, events.Event)
+                   and not type(message).__module__.startswith("textual.messages"))
+               for message in list(node._message_queue.values))   # (textual._queue.Queue's deque)
+
+
+def escape_then_key(key: events.Key) -> tuple[events.Key, events.Key] | None:
+    """alt+r (ESC r in one read) as escape, then r; alt+shift+r as escape, then R; None for
+    any other key (Textual names alt+ a single character only so)."""
+    name = key.key.removeprefix("alt+")
+    if name == key.key or not key.character or len(key.character) != 1:
+        return None
+    if name.startswith("shift+") and len(name) == len("shift+") + 1:
+        name = name.removeprefix("shift+").upper()
+    return events.Key("escape", "\x1b"), events.Key(name, key.character)
 
 
 def action_name(action: str) -> str:
@@ -52,6 +83,11 @@ class KeysInOrder:
 
     async def on_event(self, event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
+            apart = escape_then_key(event)
+            if apart is not None and not self._binds(event.key):
+                for key in apart:
+                    await self.on_event(key)
+                return
             if self._held is not None:
                 self._held.append(event)
                 return
@@ -67,6 +103,11 @@ class KeysInOrder:
             self._handed_on = True
         await super().on_event(event)
 
+    def _binds(self, key: str) -> bool:
+        """Whether a node the key would reach binds it."""
+        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        return any(node._bindings.key_to_bindings.get(key) for node in nodes)
+
     def _acts_at_once(self, key: str) -> bool:
         """Whether a node the key would reach binds it with priority (the app's r, s, e ...):
         such a binding acts when the app reads the key, before the keys read before it."""
@@ -74,13 +115,14 @@ class KeysInOrder:
         return any(binding.priority
                    for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
 
-    def _settle(self) -> None:
+    def _settle(self, rounds: int = 0) -> None:
         """A callback queued on the focused widget and each of its ancestors below the app;
         once all have run, one queued on the app (a key bubbles up to it, where its
-        non-priority binding runs: the table's up), then again while any of theirs holds a
-        message (one the keys posted: Input.Changed, RowHighlighted), else the held keys are
-        handed on. The app's own queue is only passed through, not waited empty: the run's
-        events and the timers keep it busy, and the keys read meanwhile are held."""
+        non-priority binding runs: the table's up), then again while any of theirs holds
+        what keys set going (a key, a widget's message: Input.Changed, RowHighlighted), else
+        the held keys are handed on. Not till the queues are empty: the views' timers keep
+        them busy (a livelock on a loaded machine), and at most MAX_ROUNDS rounds. The
+        app's own queue is only passed through: the run's events keep it busy."""
         nodes = [node for node in (self.focused.ancestors_with_self if self.focused is not None
                                    else (self.screen,)) if node is not self]
         left = {id(node) for node in nodes
@@ -92,8 +134,8 @@ class KeysInOrder:
                 self.call_later(passed_the_app)
 
         async def passed_the_app() -> None:
-            if any(not node._message_queue.empty() for node in nodes):
-                self._settle()
+            if rounds < MAX_ROUNDS and any(map(keys_at_work, nodes)):
+                self._settle(rounds + 1)
             else:
                 self._handed_on = False
                 self._settled = self._held[0] if self._held else None
