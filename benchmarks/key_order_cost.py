@@ -7,7 +7,11 @@ move (`_may_move_focus`, every key), and, only then, Textual's `Screen.active_bi
 (the binding that would act, with each node's check_action). This times both, in one
 run, interleaved, with the focus in the form's iterations field (the Pick view at
 80x24, no catalogue read), for a digit, a letter key of the app's, tab and escape;
-it prints each one's median over the rounds, in microseconds.
+it prints each one's median over the rounds, in microseconds. Then the checks every key
+also meets since the app's own keys wait for the keys before them (`_binds`, for alt+letter;
+`_acts_at_once`), and what the wait costs an app key: `s` (no run: it says why) read alone,
+and read after a `5` typed in the field (it waits till the 5 has settled), from posting to
+its answer on the top line, interleaved.
 
     python benchmarks/key_order_cost.py [--rounds 7] [--calls 500]
 """
@@ -43,7 +47,28 @@ async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
                     per_call(lambda: app._may_move_focus(key), calls))
                 times.setdefault(f"active_bindings {key}", []).append(
                     per_call(lambda: app.screen.active_bindings.get(key), calls))
+                times.setdefault(f"acts at once {key}", []).append(
+                    per_call(lambda: app._acts_at_once(key), calls))
+                times.setdefault(f"binds alt+{key}", []).append(
+                    per_call(lambda: app._binds(f"alt+{key}"), calls))
+            for keys in (("s",), ("5", "s")):
+                times.setdefault("answer to " + " ".join(keys), []).append(await answered(app, pilot, keys))
     return times
+
+
+async def answered(app, pilot, keys) -> float:
+    """Microseconds from posting `keys` (one read) to `s`'s answer on the top line."""
+    from textual import events
+
+    app.main.query_one("#iterations").value = ""
+    app.set_status("")
+    await pilot.pause()
+    start = time.perf_counter()
+    for key in keys:
+        app.post_message(events.Key(key, key))
+    while "no run is going" not in str(app.main.query_one("#status").render()):
+        await asyncio.sleep(0)
+    return (time.perf_counter() - start) * 1e6
 
 
 def main() -> None:
