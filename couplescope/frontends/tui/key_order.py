@@ -103,15 +103,20 @@ class KeysInOrder:
             self._handed_on = True
         await super().on_event(event)
 
+    def _reached(self):
+        """The nodes a key would reach: the focused widget and its ancestors, else the
+        screen and the app."""
+        return self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+
     def _binds(self, key: str) -> bool:
         """Whether a node the key would reach binds it."""
-        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        nodes = self._reached()
         return any(node._bindings.key_to_bindings.get(key) for node in nodes)
 
     def _acts_at_once(self, key: str) -> bool:
         """Whether a node the key would reach binds it with priority (the app's r, s, e ...):
         such a binding acts when the app reads the key, before the keys read before it."""
-        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        nodes = self._reached()
         return any(binding.priority
                    for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
 
@@ -123,8 +128,7 @@ class KeysInOrder:
         the held keys are handed on. Not till the queues are empty: the views' timers keep
         them busy (a livelock on a loaded machine), and at most MAX_ROUNDS rounds. The
         app's own queue is only passed through: the run's events keep it busy."""
-        nodes = [node for node in (self.focused.ancestors_with_self if self.focused is not None
-                                   else (self.screen,)) if node is not self]
+        nodes = [node for node in self._reached() if node is not self]
         left = {id(node) for node in nodes
                 if node.call_later(lambda node=node: self.call_later(settled, node))}
 
@@ -174,6 +178,6 @@ class KeysInOrder:
 
     def _may_move_focus(self, key: str) -> bool:
         """Whether a node the key would reach binds it to a focus move, enabled or not."""
-        nodes = self.focused.ancestors_with_self if self.focused is not None else (self.screen, self)
+        nodes = self._reached()
         return any(action_name(binding.action) in FOCUS_MOVES
                    for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
