@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import textwrap
 
 from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.protocol import scratch
@@ -20,6 +21,26 @@ from couplescope.protocol.errors import UsageError
 def signal_name(signum) -> str:
     """SIGTERM, SIGHUP; ctrl+c for SIGINT (the app's key: the terminal sends no signal)."""
     return "ctrl+c" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+#: the closing lines' width: printed after the app has left the screen, a longer line is
+#: wrapped by the terminal, a run's directory cut mid-name (a double-click copied half)
+CLOSING_WIDTH = 80
+
+
+def closing_lines(text: str, width: int = CLOSING_WIDTH) -> list[str]:
+    """`text` as lines of at most `width` columns, broken at spaces only: a word (a path)
+    longer than that stays whole on a line of its own."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def saved_lines(name: str, path: str, missing: list[str] = ()) -> list[str]:
+    """Where a run was saved as the app closes: the directory on a line of its own, whole
+    (`couplescope: run #1 simplenet saved to /tmp/.../20261127-094409-simplenet` was wider
+    than 80 columns, and the terminal wrapped the directory mid-name), then the files a
+    full disk kept out of it."""
+    return [*closing_lines(f"couplescope: run {name} saved to"), path,
+            *(closing_lines(f"(no room for {', '.join(missing)})") if missing else [])]
 
 
 class SignalEndings:
@@ -98,20 +119,19 @@ class SignalEndings:
                 continue
             try:
                 path = record.export(parent)
-                self.farewell.append(f"couplescope: run {record.name} saved to {path}"
-                                     + (f" (no room for {', '.join(record.export_missing)})"
-                                        if record.export_missing else ""))
+                self.farewell += saved_lines(record.name, path, record.export_missing)
             except (UsageError, OSError) as exc:
-                self.farewell.append(f"couplescope: run {record.name} not saved: {exc}")
+                self.farewell += closing_lines(f"couplescope: run {record.name} not saved: {exc}")
             except Exception as exc:   # noqa: BLE001 - only on a hang-up: nobody to show it to
                 if not unfinished:
                     raise
-                self.farewell.append(f"couplescope: run {record.name} not saved: {type(exc).__name__}: {exc}")
+                self.farewell += closing_lines(f"couplescope: run {record.name} not saved: "
+                                               f"{type(exc).__name__}: {exc}")
 
     def _save_and_exit(self) -> None:
         """Save every run not exported, then close with the exit code the ending set (130
         after ctrl+c stopped a run, 0 after one with none going: nothing was interrupted)."""
-        self.farewell.append(f"couplescope: {signal_name(self._ending)}: the app closed")
+        self.farewell += closing_lines(f"couplescope: {signal_name(self._ending)}: the app closed")
         self._export_unsaved()
         self.exit(return_code=self.exit_code)
 
