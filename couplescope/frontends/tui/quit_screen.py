@@ -91,9 +91,11 @@ class QuitScreen(ModalScreen):
 
 def going(run_name: str, unsaved: list[str] = ()) -> str:
     """What quitting loses while a run goes: that run, and the runs not exported (`unsaved`:
-    the question named the run going only, and quitting lost the others too)."""
+    the question named the run going only, and quitting lost the others too). Its way out
+    starts with escape: only the answers act while it asks (it said "s stops it", and s was
+    refused)."""
     text = (f"Run {escape(run_name)} is still going: quitting stops it, and what it measured "
-            "is lost (s stops it; then e exports what it measured).")
+            "is lost (escape, then s stops it and e exports what it measured).")
     return f"{text}\n{not_exported(unsaved, ' too')}" if unsaved else text
 
 
