@@ -183,6 +183,14 @@ class VariantResult:
         """A --task train variant: its iterations are optimizer steps with a loss."""
         return bool(self.model.get("training")) or self.spec.get("task") == "train"
 
+    def learning_not_judged(self) -> bool:
+        """A training variant whose learning task was not judged: fewer steps than the task
+        needs (the worker's final check: passed None, with the steps it needs). Its checks
+        passed says nothing of whether the model learned, so the tables say `not judged`
+        where they would say PASSED (the app's History, the headless comparison)."""
+        final = (self.summary.get("training") or {}).get("final_check") or {}
+        return final.get("passed", True) is None and bool(final.get("steps_needed"))
+
     def last_loss(self) -> float | None:
         """The loss of the last step measured (timed, else warm-up)."""
         for kind, loss in reversed(self.calls.losses()):

@@ -12,11 +12,15 @@ from couplescope.results.builder import verdict_word
 from couplescope.results.paired import half_width, range_only, unpaired
 
 
-def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None) -> str:
+def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None,
+                     not_judged: dict | None = None) -> str:
     """The closing table; a sweep (variants at more than one size) is grouped by size,
     each group ranked against its own fastest variant (couplescope.results.sweeps); a
     compile column when a variant compiled its model (aoti, the bridge's torch.compile):
-    its one-off cost beside the per-call figures."""
+    its one-off cost beside the per-call figures. `not_judged`: the training variants whose
+    learning task was not judged (too few steps), by name, the worker's words: their
+    checks say `not judged` where PASSED read as "it learned", and a line says why."""
+    not_judged = not_judged or {}
     compiled = any(r.get("compile_status") for r in rows)
     training = bool(rows) and all(r.get("task") == "train" for r in rows)
     middle = ["forward", "backward", "last loss"] if training else ["forward", "overhead"]
@@ -37,9 +41,10 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
                   *([fmt.seconds(r["forward"]), fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
                     if training else [fmt.seconds(r["forward"]), fmt.seconds(r["overhead"])]),
                   *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
-                  verdict_word(r["verdict"])] for r in group]
+                  checks_cell(r, not_judged)] for r in group]
     text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
-    for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW)):
+    for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW),
+                        (NOT_JUDGED, YELLOW)):
         text = text.replace(word, paint(word, color))
     what = ("a training step's median, its forward and backward" if training
             else "overhead = call minus forward") + ("; vs fastest at the same size" if sweep and not rounds else "")
@@ -57,7 +62,24 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         if any(r.get("cannot_rank") for r in rows):
             text += ("; cannot rank: other processes loaded the machine in too many of the rounds "
                      "(the note below)")
+    judged_words = [not_judged[r["name"]] for r in rows if checks_cell(r, not_judged) == NOT_JUDGED]
+    if judged_words:
+        why = judged_words[0].removeprefix("not judged: ")
+        text += (f"\n{NOT_JUDGED}: every check passed, but too few steps to judge whether the model "
+                 f"learned its task ({why})")
     return f"comparison ({what}):\n" + text
+
+
+#: a training variant's checks cell when they passed and its learning task was not judged
+NOT_JUDGED = "not judged"
+
+
+def checks_cell(row: dict, not_judged: dict) -> str:
+    """The verdict's word; `not judged` for a passed training variant whose learning task
+    was not judged (PASSED told a user asking "did it learn?" yes, after 300 of 10 000 steps)."""
+    if row["verdict"] == "passed" and row["name"] in not_judged:
+        return NOT_JUDGED
+    return verdict_word(row["verdict"])
 
 
 def paired_ratio_cell(row: dict) -> str:

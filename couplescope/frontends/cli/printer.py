@@ -401,7 +401,9 @@ class HeadlessPrinter(Listener):
         rows = builder.comparison()
         if len(rows) > 1 or (rows and len(builder.variants) == 1):
             sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
-            self.print(comparison_table(rows, self._paint, sizes))
+            not_judged = {name: v.summary["training"]["final_check"]["message"]
+                          for name, v in builder.variants.items() if v.learning_not_judged()}
+            self.print(comparison_table(rows, self._paint, sizes, not_judged))
             from couplescope.results.phase_pairs import host_comparison
 
             by_host = host_comparison(rows, builder.variants)

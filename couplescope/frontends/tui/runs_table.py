@@ -21,6 +21,19 @@ RUN_WIDTH = 42
 #: yes` ran into the next column where the header read `fastest  exported`.
 COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 10),
            ("export", "exported", 9))
+#: a training run's verdict when its checks passed but its learning task was not judged
+#: (too few steps): History said PASSED, and a user asking "did it learn?" read yes
+NOT_JUDGED = "not judged"
+
+
+def verdict_cell(record) -> Text:
+    """The run's verdict (RunRecord.verdict: the compare view's word), `not judged` in
+    place of PASSED when a training variant made too few steps for its learning task to
+    be judged (Watch's `[training] not judged: 310 of the ~10 000 steps it needs`)."""
+    word = record.verdict()
+    if word == "PASSED" and any(v.learning_not_judged() for v in record.builder.variants.values()):
+        return Text(NOT_JUDGED, style="bold yellow")
+    return verdict_text(word)
 
 
 def named(record) -> str:
@@ -62,6 +75,7 @@ class RunsTable(DataTable):
         self._records: list = []   # the runs shown, in order: a run's words depend on the others
         self._cells: dict[str, str] = {}   # the run cells as drawn, by row key
         self.run_width = RUN_WIDTH         # the run column's, as wide as the table leaves it
+        self.verdict_width = dict((k, w) for k, _, w in COLUMNS)["verdict"]   # `not judged` widens it
 
     def _name_runs(self) -> None:
         """Every run's cell again: a run added can make an earlier one's setting a difference
@@ -82,9 +96,12 @@ class RunsTable(DataTable):
 
     def on_resize(self) -> None:
         """The run column takes what the others leave (at 160 columns it stayed 42 wide
-        and cut the settings that told the runs apart), and its words are said again."""
-        others = sum(width for _, _, width in COLUMNS)
-        width = max(RUN_WIDTH, self.scrollable_content_region.width - others)
+        and cut the settings that told the runs apart), and its words are said again. A
+        verdict column widened for `not judged` takes its columns from the run column,
+        its least too (80 columns still hold the table)."""
+        wider = self.verdict_width - dict((k, w) for k, _, w in COLUMNS)["verdict"]
+        others = sum(width for _, _, width in COLUMNS) + wider
+        width = max(RUN_WIDTH - wider, self.scrollable_content_region.width - others)
         if width != self.run_width and "run" in self.columns:
             self.run_width = self.columns["run"].width = width
             self._require_update_dimensions = True   # (DataTable's: its widths measured again)
@@ -94,7 +111,7 @@ class RunsTable(DataTable):
 
     def add_run(self, record) -> None:
         self._records.append(record)
-        self.add_row("", spaced(str(len(record.specs))), spaced(verdict_text(record.verdict())),
+        self.add_row("", spaced(str(len(record.specs))), spaced(verdict_cell(record)),
                      "", spaced("no"), key=str(record.id))
         self._name_runs()
         self.move_cursor(row=self.row_count - 1)
@@ -102,7 +119,11 @@ class RunsTable(DataTable):
     def update_run(self, record) -> None:
         key = str(record.id)
         self._name_runs()   # (its mark for compare)
-        self.update_cell(key, "verdict", spaced(verdict_text(record.verdict())))
+        verdict = spaced(verdict_cell(record))
+        if verdict.cell_len > self.verdict_width:   # `not judged`: the column wider, the run's narrower
+            self.verdict_width = self.columns["verdict"].width = verdict.cell_len
+            self.on_resize()
+        self.update_cell(key, "verdict", verdict)
         self.update_cell(key, "variants", spaced(record.variants_words()))
         self.update_cell(key, "median", spaced(fmt.seconds(record.fastest_median())))
         # `no` said (a blank read as not known yet)
