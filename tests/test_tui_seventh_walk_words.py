@@ -129,3 +129,25 @@ def test_the_command_line_s_comparison_says_not_judged_and_why_and_exits_0():
     assert "PASSED" not in table, table
     assert ("not judged: every check passed, but too few steps to judge whether the model learned "
             "its task (41 of the ~10 000 steps it needs; use --iterations 10000)") in table, table
+
+
+# -- 2a. a toast over Watch's iterations table -------------------------------------------------------
+
+async def test_a_toast_over_watch_s_table_reaches_the_screen_s_edge_no_letter_beside_it():
+    """`s` with no run going, on Watch at 80x24: the toast stopped a column short of the
+    edge (the rack's hidden scroll bar), and each iteration row's last letter, the D of
+    PASSED, showed in column 79 beside it."""
+    from textual.widgets._toast import Toast
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await run_replay(pilot)
+        await pilot.press("w")
+        await until(pilot, lambda: "PASSED" in " ".join(on_screen(app).splitlines()[8:]), on_screen(app))
+        await pilot.press("s")
+        await until(pilot, lambda: app.screen.query(Toast) and app.screen.query_one(Toast).region.width,
+                    "the refusal's toast")
+        toast = app.screen.query_one(Toast)
+        assert toast.region.right == 80, toast.region
+        beside = [line for line in on_screen(app).splitlines() if "▌" in line]
+        assert beside and not any(line.rstrip().endswith("D") for line in beside), beside
