@@ -151,3 +151,41 @@ async def test_a_toast_over_watch_s_table_reaches_the_screen_s_edge_no_letter_be
         assert toast.region.right == 80, toast.region
         beside = [line for line in on_screen(app).splitlines() if "▌" in line]
         assert beside and not any(line.rstrip().endswith("D") for line in beside), beside
+
+
+# -- 4. ctrl+c's closing lines for a run that measured nothing, and from the compare screen -------------
+
+async def test_ctrl_c_on_compare_goes_back_to_the_views_and_one_line_names_the_runs_that_measured_nothing(
+        held, short_folder):
+    """ctrl+c on the compare screen left it up, its title over the top line's `saving ...,
+    then closing`, for the seconds the saving took; and a run stopped before its first call
+    was said `not saved: nothing to export from run #1: no variant loaded its model`, 86
+    columns, where History said it measured nothing."""
+    app = replay_app("layout-c")
+    app.options.export = os.path.join(short_folder, "couplescope-runs")
+    seen = {}
+    save_and_exit = app._save_and_exit
+
+    def saving():   # the moment the copies begin (they block the app): what the screen shows
+        seen["views"], seen["shown"] = app.screen is app.main, on_screen(app)
+        save_and_exit()
+
+    app._save_and_exit = saving
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.active is not None, "run #1 going")
+        await pilot.press("s")                          # before its first call: nothing measured
+        await until(pilot, lambda: app.active is None, "run #1 stopped")
+        held.set()
+        await run_replay(pilot)                         # #2: measured, not exported
+        await pilot.press("h", "c")
+        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app._exit, "the app closing")
+    assert seen["views"], seen
+    assert "saving 1 run(s) not exported, then closing" in seen["shown"], seen["shown"]
+    assert f"couplescope: run {app.runs[1].name} measured nothing: not saved" in app.farewell, app.farewell
+    assert not any("nothing to export" in line for line in app.farewell), app.farewell
+    assert app.farewell[app.farewell.index(f"couplescope: run {app.runs[2].name} saved to") + 1] == \
+        app.runs[2].export_path
+    assert all(len(line) <= 80 for line in app.farewell), app.farewell

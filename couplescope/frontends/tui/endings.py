@@ -54,6 +54,7 @@ class SignalEndings:
             return
         self._ending = signum
         self.exit_code = exit_code(signal=signum)
+        self.back_to_the_views()
         if self.active is not None:
             how = signal_name(signum)   # its RunEnded finishes the job
             self.begin_stop(how, f"stopping {self.active.name} ({how}) ...")
@@ -81,8 +82,16 @@ class SignalEndings:
         block the app for seconds, and it showed the stopped run's last progress (or words
         offering e and r) all that time."""
         unsaved = sum(1 for r in self.runs.values() if not r.export_path and r.measured())
+        self.back_to_the_views()
         self.set_status(f"saving {unsaved} run(s) not exported, then closing ..." if unsaved else "closing ...")
         self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
+
+    def back_to_the_views(self) -> None:
+        """Close the screens over the views (compare, help, the quit question), so the top
+        line saying what the ending does is on the screen: ctrl+c on the compare screen
+        left it there, its title over the top line, for the seconds the saving took."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
 
     def hang_up(self, signum, frame) -> None:
         """SIGHUP: the terminal is gone, and with it any way to draw or to tear the app
@@ -113,9 +122,13 @@ class SignalEndings:
         a run whose session has not finished too, and a run that fails to export does not
         keep the others from it."""
         parent = self.options.export or DEFAULT_PARENT
+        empty = []   # runs that measured nothing: one line for them all, not an error each
         for record in self.runs.values():
             record.export_done.wait(timeout=120)   # an export on its thread (e) finishes first
             if record.export_path or not (record.done.is_set() or unfinished):
+                continue
+            if not record.measured():
+                empty.append(record.name)
                 continue
             try:
                 path = record.export(parent)
@@ -127,6 +140,9 @@ class SignalEndings:
                     raise
                 self.farewell += closing_lines(f"couplescope: run {record.name} not saved: "
                                                f"{type(exc).__name__}: {exc}")
+        if empty:
+            self.farewell += closing_lines(f"couplescope: {'runs' if len(empty) > 1 else 'run'} "
+                                           f"{', '.join(empty)} measured nothing: not saved")
 
     def _save_and_exit(self) -> None:
         """Save every run not exported, then close with the exit code the ending set (130
