@@ -63,7 +63,8 @@ every run of this session: its name and what tells it from the others (each sett
 another run of its title differs in, the most telling first and in the same order on
 every row: `iterations 10` above `iterations 1 000`; a preset, the task, the backends),
 its variants (`1 of 4`: stopped before the others made a call),
-its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running), its
+its verdict (the compare view's word: PASSED, FAILED, ERROR, STOPPED, running; `not judged`:
+a training run's checks passed, with too few steps to judge whether it learned), its
 fastest median, whether it was exported (yes or no). Export writes results.json, events.jsonl and the traces; open the traces with
 `couplescope --tensorboard <path>`."""
     # the footer says what space does to the highlighted run (check_action)
