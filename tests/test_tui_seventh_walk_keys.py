@@ -134,3 +134,26 @@ async def test_escape_then_a_letter_in_one_read_acts_as_escape_then_the_letter()
         app.post_message(events.Key("alt+t", "t"))
         await until(pilot, lambda: app.screen is app.main and app.main.query_one("#tabs").active == "telemetry",
                     "escape closed the compare and t showed Telemetry")   # (main: the compare stayed)
+
+
+# -- the eighth walk-through: a view's key, then keys, in one read ----------------------------
+
+async def test_a_view_key_then_keys_in_one_read_go_where_the_view_puts_the_focus():
+    """`p Tab 9` from History (Pick's focus last on iterations, 300): the Tab was lost and
+    the 9 replaced the iterations' 300 (the view's key moved the focus from a callback the
+    Tab overtook); `h space` moved to History's highlighted run but never marked it."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("p")
+        field = await iterations_focused(pilot, "300")
+        await pilot.press("h")
+        runs = app.main.query_one("#runs")
+        await until(pilot, lambda: app.focused is runs, "History")
+        one_read(app, "p", "tab", "9")
+        await until(pilot, lambda: app.focused is not runs and app.focused is not field
+                    and getattr(app.focused, "value", "") == "9", "9 in the field after iterations")
+        assert field.value == "300"
+        one_read(app, "h", "space")
+        record = app.runs[1]
+        await until(pilot, lambda: record.selected, "h space marked the highlighted run")

@@ -37,6 +37,9 @@ FOCUS_MOVES = frozenset({"focus_next", "focus_previous", "leave_field", "leave",
                          "pop_screen"})
 
 
+#: the app's keys (priority bindings) that show another view or screen, the focus with it
+SHOWS_ELSEWHERE = frozenset({"show_view", "compare", "help"})
+
 #: the rounds a key of the app's waits at most for what the keys before it set going (a key
 #: bubbling up a dozen widgets and the message it posts bubbling after it take fewer)
 MAX_ROUNDS = 32
@@ -101,7 +104,21 @@ class KeysInOrder:
                 self.call_later(self._hand_on_held)   # queued behind the focus move's own callbacks
                 return
             self._handed_on = True
+            if self._acts_at_once(event.key) and self._shows_elsewhere(event.key):
+                await super().on_event(event)
+                self._held = []                      # the keys after it: where the view puts the focus
+                self.call_later(self._hand_on_held)
+                return
         await super().on_event(event)
+
+    def _shows_elsewhere(self, key: str) -> bool:
+        """Whether the key's binding is an app key that shows another view or screen, whose
+        focus is set from a callback: `p Tab 9` from History lost the Tab (it moved the
+        focus History had, before Pick's was put back) and the 9 replaced the iterations'
+        value; `h space` never marked the run."""
+        active = self.screen.active_bindings.get(key)
+        return (active is not None and active.binding.priority and active.enabled
+                and action_name(active.binding.action) in SHOWS_ELSEWHERE)
 
     def _reached(self):
         """The nodes a key would reach: the focused widget and its ancestors, else the
