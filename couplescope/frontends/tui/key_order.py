@@ -111,6 +111,12 @@ class KeysInOrder:
                 return
         await super().on_event(event)
 
+    def key_waits(self, key: events.Key) -> bool:
+        """Whether the key is held, not yet acted (the top line keeps the answer it would
+        take away till it acts: `r e` during a run put the run's progress between r's and
+        e's answers)."""
+        return self._held is not None and any(held is key for held in self._held)
+
     def _shows_elsewhere(self, key: str) -> bool:
         """Whether the key's binding is an app key that shows another view or screen, whose
         focus is set from a callback: `p Tab 9` from History lost the Tab (it moved the

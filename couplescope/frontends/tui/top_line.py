@@ -103,8 +103,8 @@ class TopLine:
         no news once the key has acted, unless the key said something of its own."""
         said = self._refusals
         await super().on_event(event)
-        if isinstance(event, events.Key) and self._refusals == said:
-            self.refusal_gone()
+        if isinstance(event, events.Key) and self._refusals == said and not self.key_waits(event):
+            self.refusal_gone()   # (a key held till the keys before it land acts later: key_order)
 
     def set_status(self, text: str, progress: bool = False, where: str = "") -> None:
         """The top line: what the app does or did (`where`: words pointing to History, said
