@@ -191,18 +191,24 @@ async def test_six_digit_call_numbers_keep_a_gap_after_the_border():
 
 # -- 6. an open list looks apart from the form --------------------------------------------------------
 
-async def test_an_open_list_is_framed_on_a_background_of_its_own():
+async def preset_list_opened(pilot):
+    """The preset field focused and its list opened with enter: (the field, its list)."""
     from textual.widgets import Select
 
     from couplescope.frontends.tui.fields import EndingList
 
+    app = pilot.app
+    field = app.main.query_one("#preset", Select)
+    field.focus()
+    await until(pilot, lambda: app.focused is field, "the preset field focused")
+    await pilot.press("enter")
+    return field, field.query_one(EndingList)
+
+
+async def test_an_open_list_is_framed_on_a_background_of_its_own():
     app = CoupleScopeApp(load_catalogue=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        field = app.main.query_one("#preset", Select)
-        field.focus()
-        await until(pilot, lambda: app.focused is field, "the preset field focused")
-        await pilot.press("enter")
-        opened = field.query_one(EndingList)
+        field, opened = await preset_list_opened(pilot)
         await until(pilot, lambda: opened.display and opened.region.height > 2, "the list open")
         assert opened.styles.border_top[0] == "round" and opened.styles.border_bottom[0] == "round"
         current = field.query_one("SelectCurrent")

@@ -16,7 +16,7 @@ from couplescope.frontends.tui.backends_list import CheckList
 from couplescope.frontends.tui.fields import EndingList
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import help_text
-from test_tui_fourth_walk_form import footer_keys
+from test_tui_fourth_walk_form import footer_keys, preset_list_opened
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 
@@ -116,10 +116,7 @@ async def test_an_open_list_searches_with_letters_offers_only_its_escape_and_the
     keys act wherever the focus is: the docs now say the exception, as the footer does."""
     app = CoupleScopeApp(load_catalogue=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        preset = app.main.query_one("#preset", Select)
-        preset.focus()
-        await until(pilot, lambda: app.focused is preset, "the preset focused")
-        await pilot.press("enter")
+        await preset_list_opened(pilot)
         await until(pilot, lambda: isinstance(app.focused, EndingList), "the list open")
         listed = app.focused
         names = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
