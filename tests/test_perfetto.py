@@ -162,9 +162,11 @@ def test_a_trace_opens_offline_on_its_profiled_window_with_the_phases_as_a_track
         start, end, trace_start, trace_end = map(int, window)
         (steps,) = query(browser, "select min(ts) as first, max(ts + dur) as last from slice "
                                   "where name glob 'ProfilerStep#*'")
-        # the view holds the recorded iterations and little else, inside the trace
+        # the view holds the recorded iterations and little else, inside the trace. How much of
+        # the trace lies outside the steps depends on the machine's load (under load the steps
+        # fill nearly all of it), so the view is held to the steps, not to a fraction of the trace
         assert trace_start <= start <= int(steps["first"]) and int(steps["last"]) <= end <= trace_end
-        assert (end - start) < 1.2 * (int(steps["last"]) - int(steps["first"])) < (trace_end - trace_start)
+        assert (end - start) < 1.2 * (int(steps["last"]) - int(steps["first"]))
 
         route = get(port, f"/open/{second}").headers["Location"].split("#", 1)[1]
         browser.evaluate(f"location.hash = {route!r}")
