@@ -20,6 +20,7 @@ from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.check_lines import CheckLines
 from couplescope.frontends.cli.colors import GREEN, RED, RESET, YELLOW
 from couplescope.frontends.cli.comparison import comparison_table
+from couplescope.frontends.cli.fold import fold, terminal_width
 from couplescope.frontends.cli.ranks_report import report_lines
 from couplescope.frontends.cli.step_lines import PER_RANK_LINES, StepLines
 from couplescope.frontends.cli.trace_lines import format_lines
@@ -114,14 +115,18 @@ class HeadlessPrinter(Listener):
         return f"{color}{text}{RESET}" if self.color else text
 
     def print(self, text: str = "", err: bool = False) -> None:
-        """One line. A terminal that went away (SIGHUP: EIO) or a closed pipe ends the
-        printing, not the run: the run directory still gets everything."""
+        """One line, folded between words on a terminal narrower than it (fold.py). A
+        terminal that went away (SIGHUP: EIO) or a closed pipe ends the printing, not the
+        run: the run directory still gets everything."""
         if self.gone:
             return
         with self.progress._lock:
             try:
                 self.progress.clear()
                 stream = self.err if err else self.out
+                width = terminal_width(stream)
+                if width is not None:
+                    text = "\n".join(fold(line, width) for line in text.split("\n"))
                 stream.write(text + "\n")
                 stream.flush()
             except OSError:
