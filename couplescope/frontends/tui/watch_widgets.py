@@ -40,6 +40,16 @@ def _unit(value: float) -> tuple[str, float]:
     return "µs", 1e6
 
 
+def axis_unit(top: float) -> tuple[str, float]:
+    """The unit of a time axis whose top is `top` seconds: the one whose labels stay below
+    10 000 (`13719.8┤` µs read as a 7-column label where `13.7┤` ms says the same)."""
+    if top >= 10.0:
+        return "s", 1.0
+    if top >= 10e-3:
+        return "ms", 1e3
+    return "µs", 1e6
+
+
 def _thin(n: int, limit: int) -> range:
     """Indices of at most `limit` evenly spread points out of n (the last one always)."""
     step = max(1, -(-n // limit))
@@ -151,32 +161,44 @@ class TimePlot(RowTickedPlot):
             self.no_range()
             self.refresh()
             return
-        unit, scale = _unit(stats.percentile(timed, 50))
         # a slow first (warm-up) call or a few spikes would flatten everything else: clip at
-        # 1.5x the 95th percentile of the timed iterations (clipped points sit on the top edge)
-        top = stats.percentile(timed, 95) * scale * 1.5
-
-        def y(values):
-            return [min(v * scale, top) for v in values]
-
-        legend: list[tuple[str, str]] = []
-        drawn: list[float] = []
+        # 1.5x the 95th percentile of the timed iterations (clipped points sit on the top edge,
+        # a warm-up or profiled one marked there and its value in the legend: `x warm-up ↑114.3 ms`)
+        top = stats.percentile(timed, 95) * 1.5
         names = []
         for p in pts:
             names += [k for k in p[3] if k not in names]
-        for kind, marker, color in (("warmup", "x", "orange"), ("timed", "braille", "white"),
-                                    ("profiled", "x", "red")):
+        phases = [(name, [p for p in pts if name in p[3]]) for name in names]
+        highest = max([p[2] for p in pts] + [p[3][name] for name, sel in phases for p in sel])
+        unit, scale = axis_unit(min(highest, top))
+
+        def y(values):
+            return [min(v, top) * scale for v in values]
+
+        legend: list[tuple[str, str]] = []
+        drawn: list[float] = []
+        kinds = (("warmup", "x", "orange"), ("timed", "braille", "white"), ("profiled", "x", "red"))
+        # the lines first, the warm-up and profiled marks last: a phase's line through the
+        # warm-up's clipped point hid its mark on the top edge (the eighth walk)
+        for kind, marker, color in kinds[1:2]:
             sel = [p for p in pts if p[1] == kind]
             if sel:
                 drawn += y([p[2] for p in sel])
                 plt.plot([p[0] for p in sel], drawn[-len(sel):], marker=marker, color=color)
-                legend.append((f"{marker if marker == 'x' else '━'} {KIND_LEGEND[kind]}", color))
-        for name in names:
-            sel = [p for p in pts if name in p[3]]
-            color = PHASE_COLORS.get(name, "gray")
+        for name, sel in phases:
             drawn += y([p[3][name] for p in sel])
-            plt.plot([p[0] for p in sel], drawn[-len(sel):], marker="braille", color=color)
-            legend.append((f"━ {name}", color))
+            plt.plot([p[0] for p in sel], drawn[-len(sel):], marker="braille", color=PHASE_COLORS.get(name, "gray"))
+        for kind, marker, color in kinds:
+            sel = [p for p in pts if p[1] == kind]
+            if not sel:
+                continue
+            if marker == "x":
+                drawn += y([p[2] for p in sel])
+                plt.plot([p[0] for p in sel], drawn[-len(sel):], marker=marker, color=color)
+            over = max(p[2] for p in sel)
+            beyond = f" ↑{fmt.seconds(over)}" if marker == "x" and over > top else ""
+            legend.append((f"{marker if marker == 'x' else '━'} {KIND_LEGEND[kind]}{beyond}", color))
+        legend += [(f"━ {name}", PHASE_COLORS.get(name, "gray")) for name in names]
         word = "step" if self.training else "iteration"
         plt.title(f"time per {word} ({unit})")
         plt.xlabel(word)
@@ -223,6 +245,25 @@ def legend_lines(items, width: int, short: bool = False) -> list[list[tuple[str,
     return lines
 
 
+#: the legend's most lines (app.tcss: #plot-legend's max-height)
+LEGEND_LINES = 3
+
+
+def fitted_legend(items, width: int) -> list[list[tuple[str, str]]]:
+    """The legend's lines at `width`: the full phase names on one line, else the short
+    ones if they need fewer lines; and if they still need more than LEGEND_LINES, a mark
+    above the scale keeps its arrow without its value (`x warm-up ↑`), not a line cut off
+    (an MPI training variant's eight phases beside two values at 80 columns)."""
+    lines = legend_lines(items, width)
+    if len(lines) > 1:
+        short = legend_lines(items, width, short=True)
+        lines = short if len(short) < len(lines) else lines
+    if len(lines) > LEGEND_LINES:
+        bare = [(text.partition(" ↑")[0] + (" ↑" if " ↑" in text else ""), color) for text, color in items]
+        lines = legend_lines(bare, width, short=True)
+    return lines
+
+
 class PlotLegend(Static):
     """The time plot's key, one coloured entry per series.
 
@@ -243,10 +284,7 @@ class PlotLegend(Static):
 
     def _redraw(self) -> None:
         width = max(10, self.content_size.width or self.size.width)
-        lines = legend_lines(self.items, width)
-        if len(lines) > 1:
-            short = legend_lines(self.items, width, short=True)
-            lines = short if len(short) < len(lines) else lines
+        lines = fitted_legend(self.items, width)
         text = Text()
         for i, line in enumerate(lines):
             if i:

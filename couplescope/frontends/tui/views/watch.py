@@ -51,7 +51,8 @@ counts calls (every kind in one sequence: `14 prof` is point 14), progress, and 
 over a tenth of the median. `204/204 calls = 200 timed + 1 warm-up + 3 profiled` counts
 every call (all are checked); only the timed ones enter the statistics (`n=200 timed`).
 In a narrow terminal the legend shortens the phases: `m_in` marshal in, `fwd` forward,
-`m_out` marshal out. A run in rounds (`--rounds`) measures each variant in turns: the
+`m_out` marshal out. A call above the plot's scale (a slow warm-up) is marked on its top
+edge, its time after an arrow in the legend: `x warm-up ↑114.3 ms`. A run in rounds (`--rounds`) measures each variant in turns: the
 view follows the variant measuring now, with all its calls so far. A training run
 (`--task train`) makes steps: zero_grad, forward, the loss, backward and the optimizer's
 step are its phases (`zero`, `bwd` when short), the table shows each step's loss, and

@@ -1,0 +1,111 @@
+"""What an eighth walk-through of the app by a new user found on Watch (issue 30, at 80x24),
+each on the real app driven by Pilot or on the real function: the legend's warm-up mark is
+drawn (on the plot's top edge, its value in the legend, when it is above the scale) (2d);
+the y labels read short, in a unit chosen for the axis (2e); a training run's steps are
+counted one way in the statistics, the loss line and the `[training] not judged` hint (3b).
+
+Runs are recorded real runs played back (tests/fixtures); no worker process, no catalogue
+(no torch import)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from couplescope.frontends.tui.watch_widgets import PlotLegend, TimePlot
+from test_tui_replay import replay_app, run_replay
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+async def watched(name: str):
+    """The Watch view after replaying `name` at 80x24: (the plot's text, its legend's text,
+    the legend's width, the statistics' text)."""
+    from couplescope.frontends.tui.stats_panel import StatsPanel
+
+    app = replay_app(name)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("w")
+        await pilot.pause()
+        app.redraw_views(force=True)
+        await pilot.pause()
+        legend = app.screen.query_one(PlotLegend)
+        return (str(app.screen.query_one(TimePlot).render()), str(legend.render()),
+                legend.content_size.width, str(app.screen.query_one(StatsPanel).render()))
+
+
+def y_labels(plot: str) -> list[tuple[str, str]]:
+    """(label, the row's canvas) of each labelled row of the plot's y axis."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^ *(\S+)┤(.*)│$", plot, re.M)]
+
+
+def top_row(plot: str) -> str:
+    """The canvas's top row (the one under the plot's top border), labelled or not."""
+    lines = plot.splitlines()
+    row = lines[next(i for i, line in enumerate(lines) if "┌" in line) + 1]
+    return re.split(r"[│┤]", row, maxsplit=1)[1].rstrip("│")
+
+
+# -- 2d. the warm-up in the legend is on the plot ------------------------------------------------
+
+async def test_a_warm_up_above_the_scale_is_marked_on_the_top_edge_and_its_value_in_the_legend():
+    """simplenet-train at 40 steps: the warm-up step (74.10 ms) is far above the axis's top
+    (773.6 µs); the legend said `x warm-up` while no x was drawn (a phase's line through its
+    clipped point covered the mark)."""
+    plot, legend, _, _ = await watched("preset-train")
+    labels = y_labels(plot)
+    assert float(labels[0][0]) < 74_100, labels       # (in µs) the warm-up is above the scale
+    assert top_row(plot).startswith("x"), plot        # its mark: the first call, on the top edge
+    assert legend.startswith("x warm-up ↑74.10 ms ━ timed"), legend
+
+
+async def test_warm_up_and_profiled_calls_above_the_scale_each_say_their_value():
+    plot, legend, _, _ = await watched("two-backends")   # inference: 527.5 µs and 538.7 µs over 209.3
+    assert "x warm-up ↑527.5 µs" in legend and "x profiled ↑538.7 µs" in legend, legend
+    assert top_row(plot).startswith("x") and top_row(plot).rstrip().endswith("xx"), plot  # the warm-up's and both profiled calls' marks
+
+
+def test_the_legend_with_both_marks_above_the_scale_fits_its_three_lines_at_80_columns():
+    """The widest a training variant's key gets (every phase of a host with marshalling, the
+    warm-up and profiled steps above the scale): within the legend's three lines (its
+    max-height) at 80 columns, where it is 34 wide (measured above: `watched`); where the
+    values would need a fourth line, the arrows stay without them."""
+    from couplescope.frontends.tui.watch_widgets import fitted_legend
+
+    items = [("x warm-up ↑999.9 ms", "orange"), ("━ timed", "white"), ("x profiled ↑999.9 ms", "red")] + [
+        (f"━ {name}", "cyan") for name in ("marshal_in", "zero_grad", "forward", "loss", "backward",
+                                           "allreduce", "step", "marshal_out")]
+    lines = fitted_legend(items, 34)
+    assert len(lines) <= 3, lines
+    assert [text for text, _ in lines[0]][:2] == ["x warm-up ↑", "━ timed"], lines   # the value left out
+    without_mpi = fitted_legend([item for item in items if item[0] != "━ allreduce"], 34)
+    assert len(without_mpi) == 3 and without_mpi[0][0][0] == "x warm-up ↑999.9 ms", without_mpi
+
+
+# -- 2e. the y labels in a unit that keeps them short --------------------------------------------
+
+async def test_a_training_plot_with_steps_above_10_ms_is_labelled_in_ms():
+    """500 steps on a busy machine, spikes to 36.94 ms: the y labels read `13814.3┤`,
+    `10361.6┤` (µs); in ms they read `13.8┤`, and the axis's title says ms."""
+    plot, _, _, _ = await watched("training")
+    assert "time per step (ms)" in plot, plot
+    labels = [label for label, _ in y_labels(plot)]
+    assert len(labels) >= 3 and all(len(label) <= 5 for label in labels), labels
+    assert 10 <= float(labels[0]) < 100, labels        # 13.8 ms: the 1.5x the 95th percentile
+
+
+async def test_an_inference_plot_below_10_ms_stays_in_µs_with_short_labels():
+    plot, _, _, _ = await watched("two-backends")
+    assert "time per iteration (µs)" in plot, plot
+    labels = [label for label, _ in y_labels(plot)]
+    assert len(labels) >= 3 and all(len(label) <= 6 for label in labels), labels
+
+
+def test_the_axis_unit_keeps_every_label_below_10_000():
+    from couplescope.frontends.tui.watch_widgets import axis_unit
+
+    assert axis_unit(9.9e-3) == ("µs", 1e6) and axis_unit(13.7e-3) == ("ms", 1e3)
+    assert axis_unit(9.99) == ("ms", 1e3) and axis_unit(12.0) == ("s", 1.0)
+    assert axis_unit(3e-7) == ("µs", 1e6)
