@@ -69,7 +69,8 @@ def test_too_few_steps_are_not_judged_and_the_saved_model_says_so(cli, tmp_path)
     assert r.returncode == 0, r.stderr
     final = json.loads(r.stdout)["variants"][0]["training"]["final_check"]
     assert final["passed"] is None and final["steps_needed"] == 10_000
-    said = "not judged: 11 of the ~10 000 steps it needs; use --iterations 10000"
+    said = ("not judged: 11 of the ~10 000 steps it needs (10 timed + 1 warm-up: all train the model); "
+            "use --iterations 10000")
     assert final["message"] == said and f"training: {said}" in r.stderr
     assert f"model saved (TorchScript), its learning not judged (above): {path}" in r.stderr
     assert "trained model saved" not in r.stderr and path.exists()

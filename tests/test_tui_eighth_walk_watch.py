@@ -109,3 +109,56 @@ def test_the_axis_unit_keeps_every_label_below_10_000():
     assert axis_unit(9.9e-3) == ("µs", 1e6) and axis_unit(13.7e-3) == ("ms", 1e3)
     assert axis_unit(9.99) == ("ms", 1e3) and axis_unit(12.0) == ("s", 1.0)
     assert axis_unit(3e-7) == ("µs", 1e6)
+
+
+# -- 3b. a training run's steps, counted one way ------------------------------------------------
+
+async def test_watch_counts_a_training_run_s_steps_one_way_in_its_counts_loss_line_and_hint():
+    """The status line counted `34/34 steps = 30 timed + 1 warm-up + 3 profiled`, the loss
+    line `(30 timed steps + 1 warm-up)` and the hint `34 of the ~10 000 steps it needs`
+    beside advice in timed iterations. Every step trains the model (protocol.step_words):
+    each line counts all of them, by kind. (The recording: 40 timed + 1 warm-up.)"""
+    _, _, _, stats = await watched("preset-train")
+    shown = " ".join(stats.split())
+    assert "41/41 steps = 40 timed + 1 warm-up" in shown, shown
+    assert "at the last (40 timed steps + 1 warm-up)" in shown, shown
+    assert ("[training] not judged: 41 of the ~10 000 steps it needs (40 timed + 1 warm-up: all train "
+            "the model); set iterations to 10 000 (Pick, p)") in shown, shown
+    assert all(len(line) <= 80 for line in stats.splitlines()), stats
+
+
+def test_the_not_judged_words_count_every_kind_of_step():
+    from couplescope.protocol.step_words import not_judged
+
+    assert not_judged({"timed": 30, "warmup": 1, "profiled": 3}, 10_000) == (
+        "not judged: 34 of the ~10 000 steps it needs (30 timed + 1 warm-up + 3 profiled: all train the model)")
+    assert not_judged({"timed": 9_990, "warmup": 0, "profiled": 0}, 10_000).startswith(
+        "not judged: 9 990 of the ~10 000 steps it needs (9 990 timed: ")
+
+
+@pytest.mark.e2e
+def test_the_command_line_and_results_json_count_the_profiled_steps_that_trained_the_model(cli):
+    """`--task train --iterations 10` with 3 profiled steps (a real run, the python host:
+    about 8 s): the loss line, the `training:` line, results.json's message and the
+    comparison's line all count the 14 steps the same way; the last loss is the last
+    (profiled) step's, the trained model's."""
+    import json
+
+    r = cli("--model", "simplenet", "--task", "train", "--host", "python", "--iterations", "10",
+            "--profile-iterations", "3", "--telemetry-hz", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    (variant,) = json.loads(r.stdout)["variants"]
+    said = ("not judged: 14 of the ~10 000 steps it needs (10 timed + 1 warm-up + 3 profiled: all train "
+            "the model); use --iterations 10000")
+    assert variant["training"]["final_check"]["message"] == said
+    assert variant["training"]["steps"] == 14
+    assert f"training: {said}" in r.stderr, r.stderr
+    from couplescope.results.saved import iteration_records
+
+    steps = iteration_records(variant)
+    assert [it["kind"] for it in steps][-1] == "profiled" and len(steps) == 14
+    loss_line = next(line for line in r.stderr.splitlines() if line.startswith("loss: "))
+    assert loss_line.endswith(f"{steps[-1]['loss']:.4E} at the last (10 timed steps + 1 warm-up + 3 profiled, "
+                              "sgd lr 0.05)"), loss_line
+    last_loss = next(line for line in r.stderr.splitlines() if line.startswith("simplenet-"))
+    assert f"{steps[-1]['loss']:.4E}  not judged" in last_loss, last_loss    # the comparison's last loss

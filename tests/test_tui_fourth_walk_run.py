@@ -228,7 +228,8 @@ async def test_the_watch_verdict_of_too_few_steps_names_the_apps_field():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         stats = " ".join(text(app, "#stats").split())
-        said = "not judged: 41 of the ~10 000 steps it needs; set iterations to 10 000 (Pick, p)"
+        said = ("not judged: 41 of the ~10 000 steps it needs (40 timed + 1 warm-up: all train the model); "
+                "set iterations to 10 000 (Pick, p)")
         assert said in stats and "--" not in stats, stats
         assert not any("--iterations" in note for note in app.notes), app.notes
 

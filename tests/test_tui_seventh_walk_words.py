@@ -128,7 +128,7 @@ def test_the_command_line_s_comparison_says_not_judged_and_why_and_exits_0():
     assert len(rows) == 4 and all(row.endswith("not judged") for row in rows), rows
     assert "PASSED" not in table, table
     assert ("not judged: every check passed, but too few steps to judge whether the model learned "
-            "its task (41 of the ~10 000 steps it needs; use --iterations 10000)") in table, table
+            "its task: 41 of the ~10 000 steps it needs; use --iterations 10000") in table, table   # (as recorded)
 
 
 # -- 2a. a toast over Watch's iterations table -------------------------------------------------------

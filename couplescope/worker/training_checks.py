@@ -27,6 +27,7 @@ import zlib
 import numpy as np
 
 from couplescope.backends.host_memory import flat_memory
+from couplescope.protocol import step_words
 from couplescope.protocol.errors import UsageError
 from couplescope.workloads.base import max_relative_error
 from couplescope.workloads.learning_tasks import LossHistory, ModuleRandomTarget, ModuleTargets, RandomTarget
@@ -77,6 +78,9 @@ class Training:
         self.initial = initial_model(eager)
         self.tolerance = GRADIENT_RTOL.get(dtype, 1e-4)
         self.losses = LossHistory()
+        #: the steps judged so far by kind (timed, warmup, profiled): every one trains the
+        #: model and counts for its learning task (protocol.step_words)
+        self.made: dict[str, int] = {}
         #: the team's gradient averaging (MPI): the reference step averages as the ranks do
         self.allreduce = allreduce
         #: the step whose train call first said training is complete ({"kind", "index"})
@@ -153,6 +157,7 @@ class Training:
         """(max_rel_error, passed, error) of a step: the gradient check on the variant's
         first step, a finite loss on every step."""
         self.losses.add(loss)
+        self.made[kind] = self.made.get(kind, 0) + 1
         err, passed, error = 0.0, True, None
         if self.gradient_check is None:
             self.gradient_check = self.check_first_step(coupling)
@@ -234,10 +239,9 @@ class Training:
         needed, made = self.steps_needed, self.losses.steps
         if not needed or made >= needed:
             return None
-        grouped = f"{needed:,}".replace(",", " ")   # 10 000
         return {"check": "learning task", "passed": None, "max_rel_error": None, "tolerance": None,
                 "steps_needed": needed,
-                "message": f"not judged: {made} of the ~{grouped} steps it needs; use --iterations {needed}"}
+                "message": f"{step_words.not_judged(self.made, needed)}; use --iterations {needed}"}
 
     def predictor(self, coupling):
         """A function running the trained model (the coupling's weights in a copy of the

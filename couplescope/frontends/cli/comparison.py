@@ -66,7 +66,7 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
     if judged_words:
         why = judged_words[0].removeprefix("not judged: ")
         text += (f"\n{NOT_JUDGED}: every check passed, but too few steps to judge whether the model "
-                 f"learned its task ({why})")
+                 f"learned its task: {why}")
     return f"comparison ({what}):\n" + text
 
 

@@ -35,13 +35,15 @@ def training_lines(training: dict | None, variant) -> list[str]:
     elif gradient:
         word = "PASSED" if gradient.get("passed") else "FAILED"
         lines.append(f"{word} :: [gradients] {gradient.get('message', '')}")
-    losses = [loss for kind, loss in variant.calls.losses() if loss is not None and kind != "profiled"]
+    # every step trains the model, the profiled ones too (protocol.step_words): the last
+    # loss is the last step's, and the count is every step's, as the not-judged line counts
+    losses = [loss for _, loss in variant.calls.losses() if loss is not None]
     if losses:
         made = {kind: len({it["index"] for it in variant.iterations if it["kind"] == kind})   # once, not per rank
-                for kind in ("timed", "warmup")}
+                for kind in ("timed", "warmup", "profiled")}
         lines.append(f"loss: {fmt.sci(losses[0])} at the first step, {fmt.sci(losses[-1])} at the last "
-                     f"({fmt.made_words(made['timed'], made['warmup'], 'steps')}, {training.get('optimizer')} "
-                     f"lr {training.get('lr', 0):g})")
+                     f"({fmt.made_words(made['timed'], made['warmup'], 'steps', made['profiled'])}, "
+                     f"{training.get('optimizer')} lr {training.get('lr', 0):g})")
     done = training.get("done_at")
     if done:
         lines.append(done_line(done))

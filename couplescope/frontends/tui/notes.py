@@ -8,6 +8,8 @@ are tested without an app.
 from __future__ import annotations
 
 from couplescope.frontends import formatting as fmt
+from couplescope.frontends.tui.watch_widgets import calls_done
+from couplescope.protocol import step_words
 
 #: the most lines of a worker's output the log shows
 OUTPUT_LINES = 20
@@ -42,7 +44,8 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
         more = f" (the last {len(lines)} of {ev['total']} lines)" if ev.get("total", 0) > len(lines) else ""
         return [(f"{variant} printed{more}:\n" + "\n".join(lines), "info")]   # text: the log is no markup
     if kind == "variant_finished" and (ev.get("summary") or {}).get("training"):
-        word, text = training_verdict(ev["summary"]["training"])
+        v = record.builder.variants.get(variant)
+        word, text = training_verdict(ev["summary"]["training"], v and calls_done(v))
         return [(f"{variant}: {text}", "error" if word == "FAILED" else "info")] if text else []
     if kind == "rounds_planned":
         return [(f"interleaved: {ev['rounds']} rounds, the variants' order shuffled in each "
@@ -58,12 +61,13 @@ def notes_for(record, ev: dict) -> list[tuple[str, str]]:
     return []
 
 
-def training_verdict(training: dict) -> tuple[str | None, str]:
+def training_verdict(training: dict, made: dict[str, int] | None = None) -> tuple[str | None, str]:
     """A training variant's learning-task verdict: (PASSED, FAILED or None when it was not
     judged, its words) from the worker's summary: `[training] PASSED shift by one place:
     input 1..5 gives [5. 1. 2. 3. 4.]; expected ...`, the learned output in the words of
     the model's task ("" when the worker said nothing); not judged for too few steps, the
-    iterations field to set."""
+    steps by kind as Watch counts them (`made`: calls_done's, which train the model) and
+    the iterations field to set."""
     final = training.get("final_check") or {}
     if final.get("passed") is not None:
         word = "PASSED" if final["passed"] else "FAILED"
@@ -71,9 +75,9 @@ def training_verdict(training: dict) -> tuple[str | None, str]:
     if final.get("steps_needed") and training.get("steps") is not None:
         # too few steps: the app's field to set, not the command line's flag the worker names
         # ("use --iterations 10000" told an app user an option of another front end)
-        needed = fmt.thousands(final["steps_needed"])
-        return None, (f"[training] not judged: {fmt.thousands(training['steps'])} of the ~{needed} steps it "
-                      f"needs; set iterations to {needed} (Pick, p)")
+        needed = final["steps_needed"]
+        said = step_words.not_judged(made or {"timed": training["steps"]}, needed)
+        return None, f"[training] {said}; set iterations to {fmt.thousands(needed)} (Pick, p)"
     return None, f"[training] {final['message']}" if final.get("message") else ""
 
 

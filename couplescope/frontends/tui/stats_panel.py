@@ -57,7 +57,7 @@ def widest_words(record) -> tuple[int, int, int, int, str]:
     call made), the figures (`median 999.9 µs ... max 999.9 µs`) and `n=10 000 timed  noisy`;
     and a training run's widest loss line (its lines are counted at the panel's width)."""
     rounds = getattr(record.request, "rounds", None) or 1
-    head = counts = timed = warmup = 0
+    head = counts = timed = warmup = profiled = 0
     for spec in record.specs:
         asked = spec.to_dict()
         planned = {"timed": spec.iterations or 0, "warmup": spec.warmup or 0,
@@ -67,9 +67,11 @@ def widest_words(record) -> tuple[int, int, int, int, str]:
                    + (len(f"  round {rounds}") if rounds > 1 else 0))
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
         timed, warmup = max(timed, planned["timed"]), max(warmup, planned["warmup"])
+        profiled = max(profiled, planned["profiled"])
     figures = len(f"median {WIDEST_TIME}  IQR {WIDEST_TIME}  min {WIDEST_TIME}  max {WIDEST_TIME}")
     loss = fmt.sci(-1.0)   # -1.0000E+00: the widest a loss is written
-    losses = (f"loss {loss} at the first step, {loss} at the last ({fmt.made_words(timed, warmup, 'steps')})"
+    losses = (f"loss {loss} at the first step, {loss} at the last "
+              f"({fmt.made_words(timed, warmup, 'steps', profiled)})"
               if any(spec.task == "train" for spec in record.specs) else "")
     return head, counts, figures, len(f"n={fmt.thousands(timed)} timed  noisy"), losses
 
@@ -172,16 +174,17 @@ def training_text(variant) -> str:
     """A training variant's loss, first and latest, and once it has ended its task's
     verdict: `[training] PASSED shift by one place: input 1..5 gives [5. 1. 2. 3. 4.]; ...`
     (the learned output, in the words of the model's learning task)."""
-    steps = [it for it in variant.iterations if it.get("loss") is not None and it["kind"] != "profiled"]
+    # every step trains the model, the profiled ones too: the last loss is the last step's
+    steps = [it for it in variant.iterations if it.get("loss") is not None]
     training = variant.summary.get("training") or {}
+    done = calls_done(variant)   # a step once, not once per rank; as the line above counts them
     if steps:
         last = "at the last" if variant.status != "running" else "now"
-        done = calls_done(variant)   # a step once, not once per rank; as the line above counts them
         text = (f"loss [b]{fmt.sci(steps[0]['loss'])}[/] at the first step, [b]{fmt.sci(steps[-1]['loss'])}[/] "
-                f"{last} ({fmt.made_words(done['timed'], done['warmup'], 'steps')})")
+                f"{last} ({fmt.made_words(done['timed'], done['warmup'], 'steps', done['profiled'])})")
     else:
         text = "loss: no step yet"
-    word, verdict = training_verdict(training)
+    word, verdict = training_verdict(training, done)
     if verdict:   # the verdict's word in its colour, the rest as the worker wrote it
         rest = verdict.removeprefix(f"[training] {word} " if word else "[training] ")
         color = "green" if word == "PASSED" else "red"
