@@ -68,10 +68,12 @@ class CompareScreen(Screen):
                 Binding("v", "no_sweep", show=False,
                         tooltip="when they hold no sweep: says that there is only the box plot (the footer "
                                 "does not offer v then)."),
-                # not in the footer (a priority binding of the screen's own hides the app's q
-                # there; the app's still acts): at 80 columns every key of the screen fits only
-                # so, two spaces apart as in the views' footer (esc back: the way out offered)
-                Binding("q", "app.quit", "quit", show=False, priority=True, tooltip="quit, as in the views."),
+                # in the footer as in the views (the eighth walk: q quit there, and no key said so)
+                Binding("q", "app.quit", "quit", priority=True, tooltip="quit, as in the views."),
+                # hides the app's c from the footer where every key would not fit (the app's acts)
+                Binding("c", "compare_unshown", show=False, priority=True,
+                        tooltip="draw compare again, as the views' c; left out of the footer when tab and "
+                                "v are both offered in fewer than 90 columns (every key would not fit)."),
                 # the plot under the table scrolls (at 80x24 a box or the axis was out of reach;
                 # a sweep's plot had two rows);
                 # priority: the table's own took these keys and moved nothing
@@ -145,9 +147,22 @@ class CompareScreen(Screen):
             return (len(set(self.tasks.values())) > 1) == (action == "other_task")
         if action in ("toggle_plot", "no_sweep"):
             return bool(self.sweeps) == (action == "toggle_plot")
+        if action == "compare_unshown":
+            return self.crowded()
         if action in ("leave_out", "put_back"):
             return (self.highlighted_name() in self.left_out) == (action == "put_back")
         return True
+
+    def crowded(self) -> bool:
+        """Whether the footer's keys would pass the screen's edge: tab and v both offered
+        take 88 columns with q (the eighth walk: q quit here, and the footer did not say
+        so); then the app's c, which draws compare again, is left out of it."""
+        return len(set(self.tasks.values())) > 1 and bool(self.sweeps) and self.app.size.width < 90
+
+    def action_compare_unshown(self) -> None:
+        """c where the footer leaves it out (the app's priority c acts first: this is its
+        stand-in, never reached while the app's is there)."""
+        self.app.action_compare()
 
     def action_one_task(self) -> None:
         task = TASK_WORDS[self.compared_task]
@@ -174,6 +189,7 @@ class CompareScreen(Screen):
 
     def on_resize(self) -> None:
         self.fill()
+        self.refresh_bindings()   # (crowded: the footer's c)
 
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
