@@ -9,11 +9,15 @@ The app is the real one driven by Pilot at 80x24 over recorded real runs played 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from textual.widgets._footer import FooterKey
 
-from test_tui_replay import replay_app, until
-from test_tui_walkthrough import open_compare, runs_of
+from couplescope.core import replay
+from test_tui_replay import FIXTURES, replay_app, until
+from test_tui_seventh_walk_compare import stopped
+from test_tui_walkthrough import held_from, open_compare, runs_of, table_rows
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -56,3 +60,46 @@ async def test_the_compare_footer_offers_q_at_80_columns_and_every_key_fits(runs
             await pilot.resize_terminal(100, 24)
             await until(pilot, lambda: any(b.binding.description == "compare" and b.binding.show
                                            for b in app.screen.active_bindings.values()), "c with room")
+
+
+# -- 3a: a stopped sweep's ratios say to what they are --------------------------------------------
+
+def sweep_in_rounds() -> replay.Recording:
+    """A real run of the simplenet preset at sizes 1 and 2 in 5 rounds (each size's
+    variants paired with a baseline of their size); round 1's order: bridge-torchscript-1,
+    bridge-torchscript-2, bridge-python-2, direct-torchscript-2, ..."""
+    return replay.Recording(replay.read(os.path.join(FIXTURES, "sweep-rounds.jsonl")), "simplenet")
+
+
+@pytest.mark.parametrize("workers", [4, 9])
+async def test_a_stopped_sweep_s_ratios_name_their_box_and_a_variant_alone_at_its_size_has_none(
+        monkeypatch, workers):
+    """The walk's #4 (the preset's sweep stopped part-way): box 6 read `1.00x` at 24.9 µs
+    beside box 1's 6.5 µs, under `ratios: of the medians, to box 1 (fewer than two rounds
+    in common)`: its size's other variants made no call, so it was its own baseline.
+    Stopped at the 4th worker, box 3 is alone at size 1: it reads `alone`, a line says so,
+    and every `1.00x` left is a box the ratios line names. Stopped at the 9th (round 2),
+    the line is longer than the screen: it is broken before its parenthesis, not wrapped."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        held = held_from(monkeypatch, workers)
+        await stopped(pilot, held, sweep_in_rounds(), workers)
+        screen = await open_compare(pilot)
+        rows = dict(zip(screen.all_names, table_rows(screen)))
+        ratio = screen.columns().index("ratio")
+        notes = str(screen.query_one("#compare-notes").render()).splitlines()
+        assert screen.query_one("#compare-notes").region.height == len(notes), notes   # none wrapped
+        assert all(len(line) <= 78 for line in notes), notes
+        to = next(line for line in notes if line.startswith("ratios: ")).split(", each")[0]
+        bases = {int(b) for b in to.split("to box ")[1].split(" (")[0].split(", ")}
+        for name, cells in rows.items():
+            if cells[ratio] == "1.00x":
+                assert int(cells[0]) in bases, (name, cells, notes)
+        if workers == 4:
+            assert rows["#1 bridge-torchscript-1"][ratio] == "alone", rows
+            assert notes == ["ratios: of the medians, to box 6 (fewer than two rounds in common)",
+                             "alone: box 3, the only variant measured at its size, has no ratio"], notes
+        else:
+            assert not any(cells[ratio] == "alone" for cells in rows.values()), rows
+            assert notes == ["ratios: of the medians, to box 1, 2, each at its size",
+                             "(fewer than two rounds in common)"], notes

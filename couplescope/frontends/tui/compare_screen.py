@@ -27,8 +27,8 @@ from textual.widgets import DataTable, Static
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, paired_lines, ranking_lines, spaced,
-                                                      task_columns, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, paired_lines,
+                                                      ranking_lines, spaced, task_columns, title_lines, verdict_text)
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
@@ -41,8 +41,12 @@ SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 TASKS = ("infer", "train")
 
 
-def ratio_cell(row: dict) -> str:
-    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds."""
+def ratio_cell(row: dict, alone: set[str] = frozenset()) -> str:
+    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds, or
+    "alone" where a variant of a run in rounds is the only one measured at its size
+    (compare_table.alone_at_size: its 1.00x was to itself)."""
+    if row["name"] in alone:
+        return "alone"
     return "cannot rank" if row.get("cannot_rank") else fmt.ratio(row["ratio"])
 
 
@@ -104,6 +108,7 @@ class CompareScreen(Screen):
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self.measured = 0                             # the variants compared that made calls
+        self.alone: set[str] = set()                  # those alone at their size (no ratio)
         self.boxed: list[str] = []                    # those variants, in the order of their boxes
         self._select_task()
 
@@ -226,6 +231,7 @@ class CompareScreen(Screen):
         cursor = table.cursor_row
         rows = {r["name"]: r for r in self.builder.comparison()}
         self.measured = len(rows)
+        self.alone = alone_at_size(list(rows.values())) if self.paired else set()
         self.boxed = list(rows)   # the variants with a box, in the plot's order
         columns = self.columns()
         box = self.box_numbers(rows)
@@ -242,7 +248,7 @@ class CompareScreen(Screen):
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone(compared, box))
         if self.paired and self.ranks():
-            notes = paired_lines(list(rows.values()), box) + notes
+            notes = paired_lines(list(rows.values()), box, self.app.size.width - 2) + notes
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
@@ -322,7 +328,7 @@ class CompareScreen(Screen):
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
             lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
-                          fmt.seconds(r["iqr"]), *([ratio_cell(r)] if self.ranks() else []),
+                          fmt.seconds(r["iqr"]), *([ratio_cell(r, self.alone)] if self.ranks() else []),
                           *self.task_cells(r), *compiled,
                           fmt.thousands(r["n"])))
         if not self.all_names:
