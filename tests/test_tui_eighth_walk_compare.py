@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from rich.style import Style
 from textual.widgets._footer import FooterKey
 
 from couplescope.core import replay
-from test_tui_replay import FIXTURES, replay_app, until
+from test_tui_replay import FIXTURES, replay_app, run_replay, until
 from test_tui_seventh_walk_compare import stopped
 from test_tui_walkthrough import held_from, open_compare, runs_of, table_rows
 
@@ -103,3 +104,43 @@ async def test_a_stopped_sweep_s_ratios_name_their_box_and_a_variant_alone_at_it
             assert not any(cells[ratio] == "alone" for cells in rows.values()), rows
             assert notes == ["ratios: of the medians, to box 1, 2, each at its size",
                              "(fewer than two rounds in common)"], notes
+
+
+# -- 2c: every series of the sweep's key seen, or named under the line that covers it ---------------
+
+def line_colors(plot) -> set[int]:
+    """The colours (ANSI numbers) of the plot's line cells as drawn (plotext's half blocks;
+    the percentiles' dots are `.`)."""
+    seen = set()
+    for line in plot.render().split("\n"):
+        for span in line.spans:
+            style = Style.parse(span.style) if isinstance(span.style, str) else span.style
+            if style.color is not None and set(line.plain[span.start:span.end]) & set("▄▀▞▚▖▗▘▝▌▐█▙▛▜▟"):
+                seen.add(style.color.number)
+    return seen
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+async def test_every_sweep_series_in_the_key_is_drawn_or_named_under_the_line_over_it(runs):
+    """The walk's sweep plot at 80x24: bridge-torchscript (40.1 → 37.0) and bridge-python
+    (37.6 → 36.8) drew one row of ▄, the key naming three series. Two runs of one
+    recorded sweep have each series twice, one over the other: the key names the covered
+    one under the other; each series not named so has its colour on the plot. The sizes
+    under the axis are labelled."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(runs):
+            app.recording = sweep_in_rounds()
+            await run_replay(pilot)
+        screen = await open_compare(pilot)
+        plot, legend = screen.query_one("#compare-plot"), screen.query_one("#compare-legend")
+        await until(pilot, lambda: screen.plotted and legend.items and plot.size.height, "the sweep's plot")
+        under = [text for text, _ in legend.items if " (under " in text]
+        drawn = line_colors(plot)
+        for text, color in legend.items:   # (the key's colour the line's: yellow was drawn bright red)
+            assert (Style.parse(color).color.number in drawn) == (text not in under), (text, drawn, legend.items)
+        if runs == 2:   # each of #1's under the same series of #2's
+            assert under == [f"━ #1 {s} (under #2 {s})" for s in ("direct-torchscript", "bridge-torchscript",
+                                                                  "bridge-python")], legend.items
+        assert legend.region.height == len(str(legend.render()).splitlines()), legend.items   # none cut
+        assert [line.strip() for line in plot.render().plain.splitlines()][-1] == "size"
