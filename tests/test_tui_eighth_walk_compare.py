@@ -126,7 +126,8 @@ async def test_every_sweep_series_in_the_key_is_drawn_or_named_under_the_line_ov
     (37.6 → 36.8) drew one row of ▄, the key naming three series. Two runs of one
     recorded sweep have each series twice, one over the other: the key names the covered
     one under the other; each series not named so has its colour on the plot. The sizes
-    under the axis are labelled."""
+    under the axis are labelled. (One run in rounds: the line under the table saying what
+    its ratios are wrapped at `log`.)"""
     app = replay_app("two-backends")
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(runs):
@@ -144,3 +145,8 @@ async def test_every_sweep_series_in_the_key_is_drawn_or_named_under_the_line_ov
                                                                   "bridge-python")], legend.items
         assert legend.region.height == len(str(legend.render()).splitlines()), legend.items   # none cut
         assert [line.strip() for line in plot.render().plain.splitlines()][-1] == "size"
+        if runs == 1:   # one run in rounds: its ratios line, too long for the screen, broken not wrapped
+            notes = screen.query_one("#compare-notes")
+            assert str(notes.render()).splitlines() == ["ratios: from same-round pairs, to box 1, 2, each at its size",
+                                                        "intervals in the log (t)"], str(notes.render())
+            assert notes.region.height == 2   # (it wrapped to three: `intervals in the` / `log` / `(t)`)

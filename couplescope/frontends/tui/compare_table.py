@@ -151,14 +151,16 @@ def paired_lines(rows: list[dict], box: dict, width: int = 80) -> list[str]:
 
 
 def broken(line: str, width: int) -> list[str]:
-    """`line`, or where it is longer than `width` two lines, the second from its last
-    "(" or "; " on (a line wrapped by the terminal broke at any word)."""
+    """`line`, or where it is longer than `width` two lines, broken at the last "; " or
+    " (" that leaves its first line within `width` (a line wrapped by the terminal broke
+    at any word: `intervals in the` / `log` / `(t)`)."""
     if len(line) <= width:
         return [line]
-    at = max(line.rfind(" ("), line.rfind("; "))
-    if at <= 0:
+    breaks = [at for at in range(len(line)) if line.startswith(("; ", " ("), at) and 0 < at <= width]
+    if not breaks:
         return [line]
-    return [line[:at].rstrip(";"), line[at:].lstrip("; ").strip()]
+    at = breaks[-1]
+    return [line[:at], line[at:].removeprefix(";").strip()]
 
 
 def unranked_lines(rows: list[dict], box: dict, words: str) -> list[str]:
