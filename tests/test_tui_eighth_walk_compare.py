@@ -150,3 +150,34 @@ async def test_every_sweep_series_in_the_key_is_drawn_or_named_under_the_line_ov
             assert str(notes.render()).splitlines() == ["ratios: from same-round pairs, to box 1, 2, each at its size",
                                                         "intervals in the log (t)"], str(notes.render())
             assert notes.region.height == 2   # (it wrapped to three: `intervals in the` / `log` / `(t)`)
+
+
+# -- 3c: not judged, as History says, and the names no shorter for it -------------------------------
+
+async def test_a_training_compare_says_not_judged_as_history_does_and_keeps_its_names():
+    """The walk: History said `not judged` for a simplenet-train run of too few steps, and
+    its compare rows PASSED. The word is four columns wider than PASSED: the loss gives
+    them back (`0.5418` for `5.4182E-01`), so two runs' names stay whole at 80 columns and
+    cut between words at 76 (the first mend cut them to `#1 direct-py…`)."""
+    from couplescope.frontends.tui.runs_table import verdict_cell
+    from test_tui_third_walk_compare import cut_between_words
+
+    app = replay_app("preset-train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await run_replay(pilot)
+        assert [str(verdict_cell(run)) for run in app.runs.values()] == ["not judged"] * 2   # History's
+        screen = await open_compare(pilot)
+        table = screen.query_one("#compare-table")
+        checks = screen.columns().index("checks")
+        rows = table_rows(screen)
+        assert [cells[checks] for cells in rows] == ["not judged"] * 8, rows
+        assert [cells[1] for cells in rows] == screen.all_names, rows               # whole
+        assert [cells[screen.columns().index("loss")] for cells in rows] == ["0.5418"] * 8, rows
+        await pilot.resize_terminal(76, 24)
+        await until(pilot, lambda: any("…" in str(table.get_row(n)[1]) for n in screen.all_names), "names cut")
+        shown = [cells[1] for cells in table_rows(screen)]
+        for run in ("#1 ", "#2 "):
+            mine = [s[len(run):] for s in shown if s.startswith(run)]
+            whole = [n[len(run):] for n in screen.all_names if n.startswith(run)]
+            assert len(set(mine)) == 4 and all(map(cut_between_words, mine, whole)), shown

@@ -27,13 +27,15 @@ from textual.widgets import DataTable, Static
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, paired_lines,
-                                                      ranking_lines, spaced, task_columns, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, loss_cell,
+                                                      paired_lines, ranking_lines, spaced, task_columns, title_lines,
+                                                      verdict_text)
 from couplescope.frontends.tui.compare_sweep import SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
+from couplescope.frontends.tui.runs_table import NOT_JUDGED
 from couplescope.frontends.tui.watch_widgets import PlotLegend
 from couplescope.results.builder import verdict_word
 
@@ -217,7 +219,7 @@ class CompareScreen(SweepPlot, Screen):
 
     def task_cells(self, r: dict) -> list[str]:
         if self.compared_task == "train":
-            return [fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
+            return [fmt.seconds(r.get("backward")), loss_cell(r.get("last_loss"))]
         return [fmt.seconds(r["overhead"])]
 
     def fill(self) -> None:
@@ -315,6 +317,15 @@ class CompareScreen(SweepPlot, Screen):
                                   for r in record.builder.comparison()]
         return alone
 
+    def checks_cell(self, name: str, row: dict) -> Text:
+        """PASSED, or `not judged` where a training variant's learning task had too few
+        steps, as History says (its compare rows said PASSED beside History's not judged)."""
+        word = verdict_word(row["verdict"])
+        variant = self.builder.variants.get(name)
+        if word == "PASSED" and variant is not None and variant.learning_not_judged():
+            return Text(NOT_JUDGED, style="bold yellow")
+        return verdict_text(word)
+
     def lines(self, columns, rows: dict, box: dict, shown: list[str]) -> list[tuple]:
         """The table's cells, a line per variant (or one saying there is nothing yet)."""
         lines = []
@@ -326,7 +337,7 @@ class CompareScreen(SweepPlot, Screen):
                               *[""] * (len(columns) - 3)))
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
-            lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
+            lines.append((str(box[name]), display, self.checks_cell(name, r), fmt.seconds(r["median"]),
                           fmt.seconds(r["iqr"]), *([ratio_cell(r, self.alone)] if self.ranks() else []),
                           *self.task_cells(r), *compiled,
                           fmt.thousands(r["n"])))
