@@ -181,3 +181,29 @@ async def test_a_training_compare_says_not_judged_as_history_does_and_keeps_its_
             mine = [s[len(run):] for s in shown if s.startswith(run)]
             whole = [n[len(run):] for n in screen.all_names if n.startswith(run)]
             assert len(set(mine)) == 4 and all(map(cut_between_words, mine, whole)), shown
+
+
+# -- 4: a variant left out by an earlier compare says why it starts out left out ---------------------
+
+async def test_a_compare_of_other_runs_says_which_variants_an_earlier_one_left_out():
+    """The walk: `#2 direct-torchscript  left out` on the #2+#3 compare, left out in the #2
+    compare before, with nothing saying why the row started out so. Opened, compare says
+    it in a toast; drawn again on itself (c), it does not repeat it."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        first = screen.all_names[0]
+        await pilot.press("space")                                 # left out of #1's compare
+        await until(pilot, lambda: first in screen.left_out, "left out")
+        assert not any("earlier compare" in str(n.message) for n in app._notifications)
+        await pilot.press("escape")
+        await run_replay(pilot)                                    # another run; both compared
+        screen = await open_compare(pilot)
+        assert len({n.split(" ")[0] for n in screen.all_names}) == 2
+        said = [str(n.message) for n in app._notifications if "earlier compare" in str(n.message)]
+        assert said == [f"left out in an earlier compare: {first} (space on its row puts it back)"], said
+        await pilot.press("c")
+        await until(pilot, lambda: app.screen is not screen and app.screen.__class__ is screen.__class__, "drawn again")
+        await pilot.pause()
+        assert len([n for n in app._notifications if "earlier compare" in str(n.message)]) == 1

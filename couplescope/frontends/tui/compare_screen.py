@@ -93,9 +93,11 @@ class CompareScreen(SweepPlot, Screen):
                         tooltip="the plot's top.")]
 
     def __init__(self, records, left_out: set[str] | None = None, task: str | None = None,
-                 highlighted: str | None = None) -> None:
+                 highlighted: str | None = None, drawn_again: bool = False) -> None:
         super().__init__()
         self.records = list(records)
+        #: `c` on compare drew it again (opened, it says which variants start out left out)
+        self.drawn_again = drawn_again
         #: the variant to highlight when drawn ("#run variant"): `c` drawing the screen again
         #: put the highlight back on the first row
         self.highlighted = highlighted
@@ -192,6 +194,17 @@ class CompareScreen(SweepPlot, Screen):
 
     def on_mount(self) -> None:
         self.fill()
+        self.say_left_out_before()
+
+    def say_left_out_before(self) -> None:
+        """Opened with variants left out (the app's set, kept from an earlier compare): a
+        toast says which and why (the eighth walk: `#2 direct-torchscript  left out` in a
+        compare of other runs, nothing saying why it started out so)."""
+        out = [self.display_name(n) for n in self.all_names if n in self.left_out]
+        if out and not self.drawn_again:
+            them = "it" if len(out) == 1 else "them"
+            self.notify(f"left out in an earlier compare: {', '.join(out)} (space on its row puts {them} back)",
+                        timeout=8)
 
     def on_resize(self) -> None:
         self.fill()
