@@ -32,10 +32,11 @@ class CompareKey:
             return
         task = highlighted = None
         self.refusal_gone()
-        if isinstance(self.screen, CompareScreen):   # drawn again: its task and highlighted row kept
+        again = isinstance(self.screen, CompareScreen)
+        if again:   # drawn again: its task and highlighted row kept
             task, highlighted = self.screen.compared_task, self.screen.highlighted_name()
             self.pop_screen()
-        self.push_screen(CompareScreen(records, self.left_out, task, highlighted))
+        self.push_screen(CompareScreen(records, self.left_out, task, highlighted, drawn_again=again))
 
     def comparable(self) -> bool:
         """Whether `c` can act: a run it would compare made a call or step (the footer offered

@@ -27,26 +27,31 @@ from textual.widgets import DataTable, Static
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
-from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, fit, paired_lines, ranking_lines, spaced,
-                                                      task_columns, title_lines, verdict_text)
+from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, loss_cell,
+                                                      paired_lines, ranking_lines, spaced, task_columns, title_lines,
+                                                      verdict_text)
+from couplescope.frontends.tui.compare_sweep import SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
-from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
-from couplescope.results import labels, sweeps
+from couplescope.frontends.tui.runs_table import NOT_JUDGED
+from couplescope.frontends.tui.watch_widgets import PlotLegend
 from couplescope.results.builder import verdict_word
 
-SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 TASKS = ("infer", "train")
 
 
-def ratio_cell(row: dict) -> str:
-    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds."""
+def ratio_cell(row: dict, alone: set[str] = frozenset()) -> str:
+    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds, or
+    "alone" where a variant of a run in rounds is the only one measured at its size
+    (compare_table.alone_at_size: its 1.00x was to itself)."""
+    if row["name"] in alone:
+        return "alone"
     return "cannot rank" if row.get("cannot_rank") else fmt.ratio(row["ratio"])
 
 
-class CompareScreen(Screen):
+class CompareScreen(SweepPlot, Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "back", tooltip="back to the views."),
                 # the footer says what space does to the highlighted row (check_action)
                 Binding("space", "leave_out", "leave out",
@@ -68,10 +73,12 @@ class CompareScreen(Screen):
                 Binding("v", "no_sweep", show=False,
                         tooltip="when they hold no sweep: says that there is only the box plot (the footer "
                                 "does not offer v then)."),
-                # not in the footer (a priority binding of the screen's own hides the app's q
-                # there; the app's still acts): at 80 columns every key of the screen fits only
-                # so, two spaces apart as in the views' footer (esc back: the way out offered)
-                Binding("q", "app.quit", "quit", show=False, priority=True, tooltip="quit, as in the views."),
+                # in the footer as in the views (the eighth walk: q quit there, and no key said so)
+                Binding("q", "app.quit", "quit", priority=True, tooltip="quit, as in the views."),
+                # hides the app's c from the footer where every key would not fit (the app's acts)
+                Binding("c", "compare_unshown", show=False, priority=True,
+                        tooltip="draw compare again, as the views' c; left out of the footer when tab and "
+                                "v are both offered in fewer than 90 columns (every key would not fit)."),
                 # the plot under the table scrolls (at 80x24 a box or the axis was out of reach;
                 # a sweep's plot had two rows);
                 # priority: the table's own took these keys and moved nothing
@@ -86,9 +93,11 @@ class CompareScreen(Screen):
                         tooltip="the plot's top.")]
 
     def __init__(self, records, left_out: set[str] | None = None, task: str | None = None,
-                 highlighted: str | None = None) -> None:
+                 highlighted: str | None = None, drawn_again: bool = False) -> None:
         super().__init__()
         self.records = list(records)
+        #: `c` on compare drew it again (opened, it says which variants start out left out)
+        self.drawn_again = drawn_again
         #: the variant to highlight when drawn ("#run variant"): `c` drawing the screen again
         #: put the highlight back on the first row
         self.highlighted = highlighted
@@ -102,6 +111,7 @@ class CompareScreen(Screen):
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self.measured = 0                             # the variants compared that made calls
+        self.alone: set[str] = set()                  # those alone at their size (no ratio)
         self.boxed: list[str] = []                    # those variants, in the order of their boxes
         self._select_task()
 
@@ -145,9 +155,22 @@ class CompareScreen(Screen):
             return (len(set(self.tasks.values())) > 1) == (action == "other_task")
         if action in ("toggle_plot", "no_sweep"):
             return bool(self.sweeps) == (action == "toggle_plot")
+        if action == "compare_unshown":
+            return self.crowded()
         if action in ("leave_out", "put_back"):
             return (self.highlighted_name() in self.left_out) == (action == "put_back")
         return True
+
+    def crowded(self) -> bool:
+        """Whether the footer's keys would pass the screen's edge: tab and v both offered
+        take 88 columns with q (the eighth walk: q quit here, and the footer did not say
+        so); then the app's c, which draws compare again, is left out of it."""
+        return len(set(self.tasks.values())) > 1 and bool(self.sweeps) and self.app.size.width < 90
+
+    def action_compare_unshown(self) -> None:
+        """c where the footer leaves it out (the app's priority c acts first: this is its
+        stand-in, never reached while the app's is there)."""
+        self.app.action_compare()
 
     def action_one_task(self) -> None:
         task = TASK_WORDS[self.compared_task]
@@ -171,9 +194,21 @@ class CompareScreen(Screen):
 
     def on_mount(self) -> None:
         self.fill()
+        self.say_left_out_before()
+
+    def say_left_out_before(self) -> None:
+        """Opened with variants left out (the app's set, kept from an earlier compare): a
+        toast says which and why (the eighth walk: `#2 direct-torchscript  left out` in a
+        compare of other runs, nothing saying why it started out so)."""
+        out = [self.display_name(n) for n in self.all_names if n in self.left_out]
+        if out and not self.drawn_again:
+            them = "it" if len(out) == 1 else "them"
+            self.notify(f"left out in an earlier compare: {', '.join(out)} (space on its row puts {them} back)",
+                        timeout=8)
 
     def on_resize(self) -> None:
         self.fill()
+        self.refresh_bindings()   # (crowded: the footer's c)
 
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
@@ -197,7 +232,7 @@ class CompareScreen(Screen):
 
     def task_cells(self, r: dict) -> list[str]:
         if self.compared_task == "train":
-            return [fmt.seconds(r.get("backward")), fmt.sci(r.get("last_loss"))]
+            return [fmt.seconds(r.get("backward")), loss_cell(r.get("last_loss"))]
         return [fmt.seconds(r["overhead"])]
 
     def fill(self) -> None:
@@ -210,6 +245,7 @@ class CompareScreen(Screen):
         cursor = table.cursor_row
         rows = {r["name"]: r for r in self.builder.comparison()}
         self.measured = len(rows)
+        self.alone = alone_at_size(list(rows.values())) if self.paired else set()
         self.boxed = list(rows)   # the variants with a box, in the plot's order
         columns = self.columns()
         box = self.box_numbers(rows)
@@ -226,7 +262,7 @@ class CompareScreen(Screen):
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone(compared, box))
         if self.paired and self.ranks():
-            notes = paired_lines(list(rows.values()), box) + notes
+            notes = paired_lines(list(rows.values()), box, self.app.size.width - 2) + notes
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
@@ -294,6 +330,15 @@ class CompareScreen(Screen):
                                   for r in record.builder.comparison()]
         return alone
 
+    def checks_cell(self, name: str, row: dict) -> Text:
+        """PASSED, or `not judged` where a training variant's learning task had too few
+        steps, as History says (its compare rows said PASSED beside History's not judged)."""
+        word = verdict_word(row["verdict"])
+        variant = self.builder.variants.get(name)
+        if word == "PASSED" and variant is not None and variant.learning_not_judged():
+            return Text(NOT_JUDGED, style="bold yellow")
+        return verdict_text(word)
+
     def lines(self, columns, rows: dict, box: dict, shown: list[str]) -> list[tuple]:
         """The table's cells, a line per variant (or one saying there is nothing yet)."""
         lines = []
@@ -305,8 +350,8 @@ class CompareScreen(Screen):
                               *[""] * (len(columns) - 3)))
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
-            lines.append((str(box[name]), display, verdict_text(verdict_word(r["verdict"])), fmt.seconds(r["median"]),
-                          fmt.seconds(r["iqr"]), *([ratio_cell(r)] if self.ranks() else []),
+            lines.append((str(box[name]), display, self.checks_cell(name, r), fmt.seconds(r["median"]),
+                          fmt.seconds(r["iqr"]), *([ratio_cell(r, self.alone)] if self.ranks() else []),
                           *self.task_cells(r), *compiled,
                           fmt.thousands(r["n"])))
         if not self.all_names:
@@ -362,13 +407,6 @@ class CompareScreen(Screen):
         self.by_size = not self.by_size
         self.draw(self.builder.comparison())
 
-    def _sweep_groups(self, names: list[str]) -> list[list[str]]:
-        """The names of `names` grouped into series of one variant at several sizes."""
-        variants = [self.builder.variants[n] for n in names]
-        groups = sweeps.series([{"spec": v.spec, "model": v.model} for v in variants],
-                               [v.environment for v in variants], [n.split(" ", 1)[0] for n in names])
-        return [[names[i] for i in group] for group in groups]
-
     def draw(self, rows) -> None:
         """The boxes (a row each, box_rows.py), or a sweep's medians against size (plotext)."""
         plot = self.query_one("#compare-plot", RowTickedPlot)
@@ -397,45 +435,3 @@ class CompareScreen(Screen):
         box = self.box_numbers(series)
         self.query_one(BoxRows).show(box_plot(list(series.values())), [str(box[n]) for n in series],
                                      " (v: vs size)" if groups else "", f"{UNIT_WORDS[self.compared_task]}s")
-
-    def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
-        """Median vs size, one line per series, its 25th and 75th percentiles as dots at the
-        sizes measured. The dots are drawn first and the lines over them: plotext draws
-        in order, a cell taking the last mark, and the percentiles drawn as dotted lines
-        after the medians hid them (at 80x24 a whole median line). The key is under the
-        plot (#compare-legend), not over its lines."""
-        variants = {n: self.builder.variants[n] for group in groups for n in group}
-        unit, scale = _unit(max(sweeps.band(series[n])[1] for n in variants))   # the highest median's unit
-        lines, legend, all_sizes, medians, highs = [], [], [], [], []
-        for k, group in enumerate(groups):
-            sizes = [labels.size_of({"spec": variants[n].spec, "model": variants[n].model}) for n in group]
-            bands = [[value * scale for value in sweeps.band(series[n])] for n in group]
-            color = SWEEP_COLORS[k % len(SWEEP_COLORS)]
-            for q in (0, 2):
-                plt.scatter(sizes, [b[q] for b in bands], color=color, marker=".")
-            lines.append((sizes, [b[1] for b in bands], color))
-            run = group[0].split(" ", 1)[0]   # "#2"
-            name = sweeps.series_name([{**variants[n].spec, "spec": variants[n].spec, "model": variants[n].model}
-                                       for n in group])   # the names the table shows, less the size
-            legend.append((f"━ {run} {name}" if len(self.records) > 1 else f"━ {name}", color))
-            all_sizes += sizes
-            medians += [b[1] for b in bands]
-            highs += [b[2] for b in bands]
-        # a variant at one size has no line: said, by its box number (a run of one size beside
-        # another's sweep was left out without a word; its names took two of the plot's rows)
-        box = self.box_numbers(series)
-        alone = [str(box[n]) for n in series if n not in variants]
-        if alone:
-            legend.append((f"not drawn: {', '.join(alone)} (one size only; v draws every box)", "white"))
-        for sizes, line, color in lines:
-            plt.plot(sizes, line, color=color, marker="hd")
-        if min(all_sizes) > 0 and max(all_sizes) / min(all_sizes) >= 10:
-            plt.xscale("log")
-        plt.xticks(sorted(set(all_sizes)))
-        # one noisy 75th percentile must not squash every median line into the bottom rows;
-        # the y labels on the rows they name (row_ticks.py)
-        self.query_one("#compare-plot", RowTickedPlot).show_range([0, min(max(highs), 2 * max(medians)) * 1.05],
-                                                                  xlabel=False)
-        word = UNIT_WORDS[self.compared_task]
-        plt.title(f"median per {word} ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
-        self.query_one(PlotLegend).show(legend)

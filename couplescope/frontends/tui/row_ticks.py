@@ -66,6 +66,12 @@ class RowTickedPlot(PlotextPlot):
         self._frame_rows = 3 + title + xlabel
         self.plt.ylim(*self._range)
 
+    def canvas_rows(self) -> int:
+        """The rows the lines are drawn on: the plot's height (its least, before it is laid
+        out) less its frame (show_range's title and x label, the axes, the x ticks)."""
+        height = self.size.height or (self.styles.min_height.value if self.styles.min_height else 0)
+        return max(0, int(height) - self._frame_rows)
+
     def no_range(self) -> None:
         """Nothing drawn on a y axis (a title alone)."""
         self._range = None
