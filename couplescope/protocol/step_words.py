@@ -11,6 +11,10 @@ Stdlib only (the worker and the front ends import it).
 
 from __future__ import annotations
 
+#: a training variant's verdict word when its checks passed and its learning task was not
+#: judged (too few steps): PASSED read as "it learned" (History, compare, the CLI's table)
+NOT_JUDGED = "not judged"
+
 #: the kinds of step, in the order a variant makes them, and how they are named
 KINDS = (("timed", "timed"), ("warmup", "warm-up"), ("profiled", "profiled"))
 

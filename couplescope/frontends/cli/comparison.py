@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.colors import GREEN, RED, YELLOW
+from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.results import sweeps
 from couplescope.results.builder import verdict_word
 from couplescope.results.paired import half_width, range_only, unpaired
@@ -70,8 +71,6 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
     return f"comparison ({what}):\n" + text
 
 
-#: a training variant's checks cell when they passed and its learning task was not judged
-NOT_JUDGED = "not judged"
 
 
 def checks_cell(row: dict, not_judged: dict) -> str:

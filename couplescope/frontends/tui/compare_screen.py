@@ -35,7 +35,7 @@ from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
-from couplescope.frontends.tui.runs_table import NOT_JUDGED
+from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.frontends.tui.watch_widgets import PlotLegend
 from couplescope.results.builder import verdict_word
 

@@ -11,6 +11,7 @@ from textual.widgets import DataTable
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.compare_table import spaced, verdict_text
 from couplescope.frontends.tui.runs_apart import rows_words
+from couplescope.protocol.step_words import NOT_JUDGED
 
 
 #: the run column's width at least: its mark, its name and what tells it from the others
@@ -21,9 +22,6 @@ RUN_WIDTH = 42
 #: yes` ran into the next column where the header read `fastest  exported`.
 COLUMNS = (("variants", "variants", 9), ("verdict", "verdict", 8), ("median", "fastest", 10),
            ("export", "exported", 9))
-#: a training run's verdict when its checks passed but its learning task was not judged
-#: (too few steps): History said PASSED, and a user asking "did it learn?" read yes
-NOT_JUDGED = "not judged"
 
 
 def verdict_cell(record) -> Text:
