@@ -18,7 +18,6 @@ import pytest
 from couplescope.core import request
 from couplescope.frontends.cli.parser import build_parser, options_from
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.top_line import fitting
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
 from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
 from test_tui_replay import replay_app, run_replay, until
@@ -70,6 +69,7 @@ def test_every_top_line_a_run_says_fits_80_columns_with_the_longest_names():
     runs again`)."""
     from couplescope.frontends.tui.app import STATUS
     from couplescope.frontends.tui.notes import build_words
+    from couplescope.frontends.tui.top_line import fitting
 
     title, variant = longest_names()
     assert (title, variant) == ("deep-linear-cudagraph", "deep-linear-bridge-torchscript-1000"), (title, variant)
