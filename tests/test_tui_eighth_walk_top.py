@@ -184,3 +184,51 @@ async def test_the_top_line_follows_a_stop_as_its_workers_end(stopped_in_round_o
         written.set()
         await until(pilot, lambda: app.active is None, "the run ended")
         assert str(status.render()).startswith("#1 simplenet-train stopped (s): 1 of 4 variants kept")
+
+
+# -- 2b. History: what sets runs apart, while the column has room -----------------------------------
+
+def the_walk_s_runs() -> list[RunRecord]:
+    """The walk's session: simplenet alone, its preset, then the preset at 300 iterations
+    over sizes 1 and 2, twice (the second stopped)."""
+    argvs = (("--model", "simplenet"), ("--preset", "simplenet"),
+             ("--preset", "simplenet", "--iterations", "300", "--size", "1,2"),
+             ("--preset", "simplenet", "--iterations", "300", "--size", "1,2"))
+    return [RunRecord(n, req.title, req.specs, req) for n, req in enumerate((built(*a) for a in argvs), 1)]
+
+
+def test_history_shows_the_sweep_that_sets_a_run_apart_before_what_tells_one_run_from_three():
+    """It read `#3 simplenet  iterations 300, preset, …` with room to spare: `size 1,2`,
+    what makes #3 a sweep, came after the backends and the warm-up that told #1 from the
+    three others (which iterations told apart already), and `bridge runs`, read by no
+    variant of #1, counted as a difference."""
+    from couplescope.frontends.tui.runs_apart import rows_words
+    from couplescope.frontends.tui.runs_table import RUN_WIDTH, named, run_cell
+
+    runs = the_walk_s_runs()
+    width = RUN_WIDTH + 3   # History's run column at 80 columns
+    words = rows_words(runs, lambda r: width - len(named(r)))
+    cells = [run_cell(r, words[r.id], width).plain for r in runs]
+    assert cells[2:] == [f"  #{n} simplenet  iterations 300, size 1,2, …" for n in (3, 4)], cells
+    assert all(len(c) <= width for c in cells), cells
+    wide = rows_words(runs, lambda r: 120)
+    assert wide[1] == "iterations 10, size default, infer: torchscript, warm-up 1", wide
+    assert wide[3] == "iterations 300, size 1,2, preset, infer, warm-up 10", wide
+    assert not any("bridge runs" in said for said in wide.values()), wide
+
+
+async def test_history_at_80x24_shows_the_sweep_of_a_run(tmp_path):
+    """The table as drawn at 80x24 after runs of the walk's settings (recordings with the
+    walk's requests): the sweep's `size 1,2` on its row."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        table = app.main.query_one("#runs")
+        for record in the_walk_s_runs():
+            record.status = "finished"
+            app.runs[record.id] = record
+            table.add_run(record)
+        await pilot.pause()
+        rows = on_screen(app).splitlines()
+        row = next(line for line in rows if "#3 simplenet" in line)
+        assert "iterations 300, size 1,2" in row, rows

@@ -18,6 +18,9 @@ from couplescope.results.builder import ResultsBuilder, verdict_word
 #: what an ended run's words promise of r; the top line puts the reason r will not run in
 #: its place while the form's values are refused (top_line.py)
 RUNS_AGAIN = "r runs again"
+#: what an ended run's words say the keys do next; a line too narrow for them and the
+#: reason r will not run says the reason alone (top_line.py: the footer offers e and c)
+NEXT_KEYS = f"e exports, c compares, {RUNS_AGAIN}"
 
 
 class RunRecord:
@@ -179,7 +182,7 @@ class RunRecord:
         """The status line once it has ended: how, what is kept, what the keys do next (the
         top line says why instead of RUNS_AGAIN while the form is refused: top_line.py), in
         forms that fit 80 columns for every preset's and model's name (`untitled`)."""
-        keys = f"e exports, c compares, {RUNS_AGAIN}"
+        keys = NEXT_KEYS
         if self.status != "stopped":
             return self.untitled(f"{self.name} {self.status}: {keys}, ? help", f"{self.name} {self.status}: {keys}")
         ran, total, stopped = self.measured(), len(self.specs), self.stopped_words()
@@ -211,7 +214,8 @@ class RunRecord:
                                  f"stopping {self.name}{how}: {len(ended)} of {len(started)} variants stopped ...")
         kept = "keeping what it measured" if self.measured() else "nothing measured"
         return self.untitled(f"{self.name} {self.stopped_words()}: {kept}; closing the run ...",
-                             f"{self.name} stopped ({self.stopping}): {kept}; closing the run ...")
+                             f"{self.name} stopped ({self.stopping}): {kept}; closing the run ...",
+                             f"{self.name} stopped ({self.stopping}): {kept} ...")
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()

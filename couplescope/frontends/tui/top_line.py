@@ -24,7 +24,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent
 
 from couplescope.frontends.tui import messages as m
-from couplescope.frontends.tui.runs import RUNS_AGAIN
+from couplescope.frontends.tui.runs import NEXT_KEYS, RUNS_AGAIN
 
 #: the top line before the first run: whether the form describes a run (the form says
 #: which, FormChanged); with --model given it still said to pick one
@@ -218,7 +218,11 @@ class TopLine:
         refused = self._r_refused()
         if refused and self.active is None:
             # an ended run's words promised "r runs again" when r said "cannot run: ..."
-            shown = [*(said.replace(RUNS_AGAIN, f"r will not run: {refused}") for said in shown),
+            # (too narrow for both, the reason without the keys the footer offers, then the
+            # Run line pointed to)
+            why = f"r will not run: {refused}"
+            shown = [*(said.replace(RUNS_AGAIN, why) for said in shown),
+                     *(said.replace(NEXT_KEYS, why) for said in shown if NEXT_KEYS in said),
                      shown[-1].replace(RUNS_AGAIN, WHY_NOT)]
         try:
             status = self.main.query_one("#status", StatusLine)
