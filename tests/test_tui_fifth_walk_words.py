@@ -55,7 +55,10 @@ async def test_ctrl_c_during_a_run_says_stopping_till_the_app_closes(stopped_in_
     shown, stats = await stop_in_round_one_with(["ctrl+c"], stopped_in_round_one, tmp_path)
     # it went back to "round 1/5: direct: building and loading the model", and "rounds done:
     # direct: interrupted", Watch saying "running"
+    # (the eighth walk: the stop as far as it has gone between them, never the run's progress)
     assert shown == ["stopping #1 simplenet-train (ctrl+c) ...",
+                     "stopping #1 simplenet-train (ctrl+c): 1 of 2 variants stopped ...",
+                     "#1 simplenet-train stopped (ctrl+c): keeping what it measured ...",
                      "saving 1 run(s) not exported, then closing ..."], shown
     assert stats[0].startswith("direct stopping"), stats
 

@@ -28,6 +28,12 @@ from test_tui_replay import FIXTURES, replay_app, run_replay, until
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
 
+def fitting(words, width):
+    from couplescope.frontends.tui.top_line import fitting
+
+    return fitting(words, width)
+
+
 def top_lines(app) -> list[str]:
     """Every text the top line is given from now on, in order."""
     shown: list[str] = []
@@ -143,7 +149,9 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         await until(pilot, lambda: record.builder.variants["direct"].verdict == "stopped", "direct's last words")
         app.redraw_views()
         await pilot.pause()
-        assert shown == ["stopping #1 simplenet-train ..."], shown
+        # (the eighth walk: the stop as far as it has gone, each variant stopped counted)
+        assert shown == ["stopping #1 simplenet-train ...",
+                         "stopping #1 simplenet-train: 1 of 2 variants stopped, the others ending ..."], shown
         # 10: the variant shown measured nothing, and says so
         stats = " ".join(text(app, "#stats").split())
         assert stats.startswith("direct STOPPED nothing measured"), stats
@@ -151,8 +159,8 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         assert plot_title(app).startswith("direct stopped: nothing measured"), plot_title(app)
         stopped_in_round_one[1].set()
         await until(pilot, lambda: app.active is None, "the run ended")
-        assert shown[1:] == [record.ending_words()], shown
-        assert "what 1 of its 4 variants measured is kept" in shown[-1], shown
+        assert shown[-1] == fitting(record.ending_words(), 78), shown   # (at 80 columns, eighth walk)
+        assert "1 of 4 variants kept" in shown[-1] and "stopping" not in shown[-1], shown
         # 10: Watch shows the variant that measured, its steps kept
         app.redraw_views()
         await pilot.pause()
@@ -218,7 +226,7 @@ async def test_r_and_e_while_a_run_goes_stay_on_the_top_line_over_its_progress(h
         await until(pilot, lambda: app.active is None, "the run ended")
         assert shown[0].startswith("run #1 simplenet is still going"), shown
         assert shown[1].startswith("#1 simplenet is still running: e exports it"), shown
-        assert shown[2:] == [app.runs[1].ending_words()], shown
+        assert shown[2:] == [fitting(app.runs[1].ending_words(), 78)], shown
 
 
 # -- 12. a training run's words: steps, and the app's fields ------------------------------------

@@ -30,7 +30,7 @@ from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import OFF_IN_HELP, HelpScreen
 from couplescope.frontends.tui.key_order import KeysInOrder
 from couplescope.frontends.tui.listener import AppListener
-from couplescope.frontends.tui.notes import build_text, ending_notes, notes_for
+from couplescope.frontends.tui.notes import build_words, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
 from couplescope.frontends.tui.runs import RunRecord
 from couplescope.frontends.tui.top_line import HINTS, StatusLine, TopLine  # noqa: F401 (HINTS: tests)
@@ -40,7 +40,8 @@ from couplescope.protocol import scratch
 from couplescope.protocol.errors import UsageError
 
 #: what the status line says when a variant reaches these events
-STATUS = {"run_started": "building and loading the model", "model_loaded": "measuring"}
+#: what a variant's events say it does, in their forms (the top line says the first that fits)
+STATUS = {"run_started": ("building and loading the model", "loading its model"), "model_loaded": ("measuring",)}
 
 
 class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, KeysInOrder, App):
@@ -266,9 +267,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
 
     def action_run(self) -> None:
         if self.active is not None:
-            self.say_why_not(f"run {self.active.name} is still stopping: r runs once it has stopped"
-                             if self.active.stopping else
-                             f"run {self.active.name} is still going; press s to stop it first")
+            self.say_why_not(self.active.untitled(f"run {self.active.name} is still stopping: r runs once it has stopped"
+                                                  if self.active.stopping else
+                                                  f"run {self.active.name} is still going; press s to stop it first"))
             return
         try:
             record = self._start(self.recording.request() if self.recording
@@ -280,7 +281,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.action_show_view("watch")
-        self.set_status(f"running {record.name}: {len(record.specs)} variant(s); s stops, q quits")
+        self.set_status(record.running_words())
 
     def _start(self, request) -> RunRecord:
         """Run `request` through the pipeline, staged in a temporary run directory (what
@@ -322,18 +323,19 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             self.say_why_not("no run is going: s stops a run while it goes")
             return
         if self.active.stopping:
-            self.say_why_not(f"{self.active.name} is already stopping: its workers are ending")
+            self.say_why_not(self.active.untitled(f"{self.active.name} is already stopping: its workers are ending"))
             return
-        self.begin_stop("s", f"stopping {self.active.name} ...")
+        self.begin_stop("s")
 
-    def begin_stop(self, how: str, words: str) -> None:
+    def begin_stop(self, how: str, words: str | None = None) -> None:
         """Stop the run going (`how`: s, q, ctrl+c, a signal), the top line saying `words`
         till it is done and the variant shown saying "stopping": the one state for every
         way to stop (after ctrl+c and q's yes, the events its workers sent before they
-        ended took the top line back to "building and loading the model")."""
+        ended took the top line back to "building and loading the model"). Without `words`,
+        the top line follows the stop as it goes (RunRecord.stopping_words)."""
         record = self.active
         record.stopping = record.stopping or how
-        self.set_status(words)
+        self.set_status(words or record.stopping_words())
         self.refresh_bindings()   # s no longer offered: it stops once
         for view in self.views:   # the variant shown says "stopping", not "running"
             view.run_changed(record)
@@ -377,10 +379,12 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                     self.notify(f"{ev['variant']}: {ev.get('reason')}", title="variant failed",
                                 severity="error", timeout=10)
                 if ev["event"] in STATUS:
-                    self.set_status(f"{record.name}: {record.round_words(ev['variant'])}{ev['variant']}: "
-                                    f"{STATUS[ev['event']]}", progress=True)
-                elif ev["event"] == "host_build" and ev.get("status") != "cached":
-                    self.set_status(f"{ev['variant']}: {build_text(ev)}", progress=True)   # while it builds
+                    self.set_status(record.doing_words(ev["variant"], STATUS[ev["event"]]), progress=True)
+                elif ev["event"] == "host_build" and ev.get("status") != "cached":   # while it builds
+                    self.set_status(build_words(ev), progress=True)
+                elif (ev["event"] in ("variant_finished", "variant_failed") and record.stopping
+                      and record.stopping != "q" and record is self.active):
+                    self.set_status(record.stopping_words())   # the stop as far as it has gone
                 # a round's start is named by the Watch view when it shows that variant: rounds
                 # of a fast model come several a second, faster than the view redraws
         for view in self._followers.get(msg.kind, ()):

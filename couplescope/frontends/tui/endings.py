@@ -56,8 +56,7 @@ class SignalEndings:
         self.exit_code = exit_code(signal=signum)
         self.back_to_the_views()
         if self.active is not None:
-            how = signal_name(signum)   # its RunEnded finishes the job
-            self.begin_stop(how, f"stopping {self.active.name} ({how}) ...")
+            self.begin_stop(signal_name(signum))   # its RunEnded finishes the job
         else:
             self._save_and_exit()
 

@@ -16,6 +16,7 @@ from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.messages import while_shown
 from couplescope.frontends.tui.runs import RunRecord
+from couplescope.frontends.tui.top_line import Words, forms
 from couplescope.frontends.tui.views.history import tensorboard_command, what_opens
 from couplescope.protocol.errors import UsageError
 
@@ -29,13 +30,13 @@ class ExportKey:
             return self.picked_run
         return self.runs[max(self.runs)] if self.runs else None
 
-    def tell(self, words: str, where: str = "") -> None:
+    def tell(self, words: Words, where: Words = "") -> None:
         """The top line says `words` (`where`: set_status's), and a screen over it (compare)
         shows them as a toast: `e` there exported with no sign, the top line under the
         compare's title."""
         self.set_status(words, where=where)
         if self.screen is not self.main:
-            self.notify(words, timeout=8)
+            self.notify(forms(words)[0], timeout=8)
 
     def exportable(self) -> bool:
         """Whether `e` can act: the run it exports has ended and measured something (the
@@ -51,13 +52,13 @@ class ExportKey:
             self.say_why_not("nothing to export yet: run something first (r)")
             return
         if record.status == "running":
-            self.say_why_not(f"{record.name} is still running: e exports it once it ends (s stops it)")
+            self.say_why_not(record.untitled(f"{record.name} is still running: e exports it once it ends (s stops it)"))
             return
         if self.exporting is not None:
-            self.say_why_not(f"{self.exporting.name} is being exported: e again when it is done")
+            self.say_why_not(self.exporting.untitled(f"{self.exporting.name} is being exported: e again when it is done"))
             return
         if not record.measured():
-            self.say_why_not(f"nothing to export: {record.name} made no {record.unit()} (the log, t, says why)")
+            self.say_why_not(record.untitled(f"nothing to export: {record.name} made no {record.unit()} (the log, t, says why)"))
             return
         try:   # the form's export field (the command line's --export fills it)
             parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
@@ -67,12 +68,15 @@ class ExportKey:
         if already_in(record, parent):   # a second copy, written without a word, helped no one
             # the top line only, as an export's end: a toast sat over the path under History;
             # an answer to the key, gone with the next key (it stayed for good)
-            self.say_why_not(f"{record.name} is already exported, to {os.path.basename(record.export_path)}"
-                             + ("" if self.history_shown() else " (h shows where)"), toast=self.screen is not self.main)
+            where = "" if self.history_shown() else " (h shows where)"
+            self.say_why_not(record.untitled(f"{record.name} is already exported, to "
+                                             f"{os.path.basename(record.export_path)}{where}"),
+                             toast=self.screen is not self.main)
             return
         self.exporting = record
         record.export_done.clear()
-        self.tell(f"exporting {record.name} to {parent} ...")
+        self.tell(record.untitled(f"exporting {record.name} to {parent} ...",
+                                  f"exporting {record.name} to {os.path.basename(os.path.abspath(parent))} ..."))
         self.export_run(record, parent)
 
     @work(thread=True, exit_on_error=False, group="export")
@@ -98,7 +102,7 @@ class ExportKey:
         if msg.error is not None:
             self.notify(msg.error, title="export failed", severity="error", timeout=8)
             self.note(f"export failed: {msg.error}", "error")
-            self.set_status(f"{record.name}: export failed (the log, t, says why)")
+            self.set_status(record.untitled(f"{record.name}: export failed (the log, t, says why)"))
             return
         path = msg.path
         if record.summary_error:
@@ -110,11 +114,13 @@ class ExportKey:
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()
         if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
-            self.tell(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the first "
-                      f"is in {os.path.dirname(record.export_earlier)})", where="; h: where, and its command")
+            self.tell(record.untitled(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the "
+                                      f"first is in {os.path.dirname(record.export_earlier)})",
+                                      f"{record.name}: a second copy written, in {folder_name(path)}"),
+                      where=("; h: where, and its command", "; h shows where"))
         else:
-            self.tell(f"{record.name} exported to {os.path.basename(path)}",
-                      where=" (where, and its command: h)")
+            self.tell(record.untitled(f"{record.name} exported to {os.path.basename(path)}"),
+                      where=(" (where, and its command: h)", "; h shows where"))
         for view in self.views:
             view.run_changed(record)
 
@@ -124,3 +130,8 @@ def already_in(record: RunRecord, parent: str) -> bool:
     (one removed since is written again; another folder in the export field gets a copy)."""
     path = record.export_path
     return bool(path) and os.path.isdir(path) and os.path.realpath(os.path.dirname(path)) == os.path.realpath(parent)
+
+
+def folder_name(path: str) -> str:
+    """The name of the folder a run directory is in (`couplescope-runs`)."""
+    return os.path.basename(os.path.dirname(os.path.abspath(path)))

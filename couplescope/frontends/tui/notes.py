@@ -124,3 +124,14 @@ def build_text(ev: dict) -> str:
     """A host_build event in words: what is happening, or how long the build took."""
     what = f"{ev['host']} driver" if ev.get("host") else "native host"
     return ev.get("message") or f"{what} built in {fmt.seconds(ev.get('seconds'))}"
+
+
+def build_words(ev: dict) -> tuple[str, ...]:
+    """The top line while a variant's host builds, in its forms: the build's own words (a
+    compiler's step, the cache's folder), then what it does in a line that fits 80 columns
+    (the folder's path wrapped it); the log (t) keeps every step."""
+    said = f"{ev['variant']}: {build_text(ev)}"
+    if ev.get("status") != "building":
+        return (said,)
+    return said, f"{ev['variant']}: building its host (first use; t shows each step)", \
+        f"{ev['variant']}: building its host (first use)"

@@ -18,6 +18,9 @@ from couplescope.results.builder import ResultsBuilder, verdict_word
 #: what an ended run's words promise of r; the top line puts the reason r will not run in
 #: its place while the form's values are refused (top_line.py)
 RUNS_AGAIN = "r runs again"
+#: what an ended run's words say the keys do next; a line too narrow for them and the
+#: reason r will not run says the reason alone (top_line.py: the footer offers e and c)
+NEXT_KEYS = f"e exports, c compares, {RUNS_AGAIN}"
 
 
 class RunRecord:
@@ -157,17 +160,62 @@ class RunRecord:
         ran = self.measured()
         return f"{ran} of {total}" if self.status in ("stopped", "error") and ran < total else str(total)
 
-    def ending_words(self) -> str:
+    def untitled(self, *said: str) -> tuple[str, ...]:
+        """Words about the run in their forms, the fullest first (the top line says the first
+        that fits: top_line.py), then the last again with `run #3` for the run's name: its
+        title is History's and the Watch view's to show, and a long one (a preset's,
+        deep-linear-cudagraph) wrapped the top line at 80 columns."""
+        return (*said, said[-1].replace(self.name, f"run #{self.id}", 1))
+
+    def running_words(self) -> tuple[str, ...]:
+        """The top line as it starts."""
+        return self.untitled(f"running {self.name}: {len(self.specs)} variant(s); s stops, q quits")
+
+    def doing_words(self, variant: str, doing: tuple[str, ...]) -> tuple[str, ...]:
+        """The top line while `variant` does `doing` (its forms: app.STATUS), in its round:
+        `#1 simplenet-train: round 1/5: direct-python-host: building and loading the model`
+        was 80 columns; its shorter phrase first, then without the title."""
+        said = f"{self.name}: {self.round_words(variant)}{variant}: "
+        return self.untitled(*(said + words for words in doing))
+
+    def ending_words(self) -> tuple[str, ...]:
         """The status line once it has ended: how, what is kept, what the keys do next (the
-        top line says why instead of RUNS_AGAIN while the form is refused: top_line.py)."""
-        keys = f"e exports, c compares, {RUNS_AGAIN}, ? help"
+        top line says why instead of RUNS_AGAIN while the form is refused: top_line.py), in
+        forms that fit 80 columns for every preset's and model's name (`untitled`)."""
+        keys = NEXT_KEYS
         if self.status != "stopped":
-            return f"{self.name} {self.status}: {keys}"
-        ran, total = self.measured(), len(self.specs)
+            return self.untitled(f"{self.name} {self.status}: {keys}, ? help", f"{self.name} {self.status}: {keys}")
+        ran, total, stopped = self.measured(), len(self.specs), self.stopped_words()
         if not ran:
-            return f"{self.name} {self.stopped_words()} before {self.first_call()}: nothing measured; {RUNS_AGAIN}"
-        what = f"what {ran} of its {total} variants measured" if ran < total else "what it measured"
-        return f"{self.name} stopped: {what} is kept; e exports it, c compares, {RUNS_AGAIN}"
+            return self.untitled(f"{self.name} {stopped} before {self.first_call()}: nothing measured; {RUNS_AGAIN}",
+                                 f"{self.name} {stopped}: nothing measured; {RUNS_AGAIN}")
+        short = f"stopped ({self.stopping})" if self.stopping else "stopped"
+        kept = "what it measured is kept" if ran == total else f"{ran} of {total} variants kept"
+        return self.untitled(f"{self.name} stopped: "
+                             + ("what it measured is kept" if ran == total else
+                                f"what {ran} of its {total} variants measured is kept")
+                             + f"; e exports it, c compares, {RUNS_AGAIN}",
+                             f"{self.name} {short}: {kept}; {keys}",
+                             f"{self.name} {short}: {kept}; e exports, c compares")
+
+    def stopping_words(self) -> tuple[str, ...]:
+        """The top line while its stop goes on, as far as it has gone: `stopping` till its
+        workers have ended, each variant stopped counted (Watch read `bridge STOPPED` beside
+        `stopping #2 simplenet-train ...`, the other workers still ending), then what is
+        kept while its session writes its run directory."""
+        how = f" ({self.stopping})" if self.stopping and self.stopping != "s" else ""
+        started = list(self.builder.variants.values())
+        ended = [v for v in started if v.status != "running"]
+        if not ended:
+            return self.untitled(f"stopping {self.name}{how} ...")
+        if len(ended) < len(started):
+            return self.untitled(f"stopping {self.name}{how}: {len(ended)} of {len(started)} variants stopped, "
+                                 "the others ending ...",
+                                 f"stopping {self.name}{how}: {len(ended)} of {len(started)} variants stopped ...")
+        kept = "keeping what it measured" if self.measured() else "nothing measured"
+        return self.untitled(f"{self.name} {self.stopped_words()}: {kept}; closing the run ...",
+                             f"{self.name} stopped ({self.stopping}): {kept}; closing the run ...",
+                             f"{self.name} stopped ({self.stopping}): {kept} ...")
 
     def finish(self, error: str | None) -> None:
         self.ended = time.time()

@@ -8,9 +8,11 @@ size read the same before (the third walk-through), as every run of one model on
 `#N simplenet`.
 
 The settings that tell the runs of a title apart come first, in one order on every row:
-the most telling first (the setting with the most values among them: `iterations 10`,
-`1 000`, `300` before a `warm-up` two runs share), the task and backends among them when
-they differ (`torchscript` beside `preset`), else after them. A row that does not fit
+the most telling first (the one that tells apart the most pairs of runs nothing before it
+told apart: `iterations 10`, `1 000`, `300`, then `size 1,2` beside `size default`, before
+a `warm-up` or the backends that tell one run from the three others), the task and
+backends among them when they differ (`torchscript` beside `preset`), else after them. A
+setting no variant of a run reads (`bridge runs` on a torchscript run) is not said. A row that does not fit
 keeps the first of them and says `…` for the rest (runs_table.run_cell), so every row
 reads against the others: `iterations 10, torchscript, …` above `iterations 1 000,
 bridge, …` (rows kept their shortest words, `warm-up 10` on one and `size 1,2` on the next,
@@ -30,6 +32,8 @@ from couplescope.protocol import options
 #: what the row names without a difference (task, backends) or the title names (model);
 #: a variant's name is made from the settings (simplenet-torchscript-8), its own word
 NAMED = frozenset({"model", "name", "backend", "task"})
+#: the task and backends (`context`), told apart as a setting is
+CONTEXT = "task and backends"
 #: the run options that change what is measured; the export folder and the baseline do not
 MEASURING = ("rounds", "order_seed", "telemetry_hz", "memory_limit")
 #: a training run's words for what inference calls iterations
@@ -56,13 +60,26 @@ def _value_words(option, value) -> str:
     return text
 
 
+def _reads(option, spec) -> bool:
+    """Whether the variant reads the option (a torchscript-only run's `bridge runs
+    torchscript` told it apart from a preset's bridge runs, and hid the size)."""
+    from couplescope.core.request import backend_names
+
+    try:
+        return option.applies_to(backend_names(spec), getattr(spec, "task", None), spec.host)
+    except Exception:   # noqa: BLE001 - a backend this build does not know: said, as before
+        return True
+
+
 def settings(record) -> dict[str, str]:
     """Every setting of the run, by option, as its value in words (`8,16`: its variants'
-    values), in the options' order, the spec's then the run's."""
+    values), in the options' order, the spec's then the run's; "" for one no variant of
+    the run reads (NOT_READ)."""
     values = {}
     for option in options.SPEC_OPTIONS:
         if option.name not in NAMED:
-            each = dict.fromkeys(_value_words(option, getattr(s, option.name, None)) for s in record.specs)
+            each = dict.fromkeys(_value_words(option, getattr(s, option.name, None))
+                                 for s in record.specs if _reads(option, s))
             values[option.name] = ",".join(each)
     for name in MEASURING:
         values[name] = _value_words(options.BY_NAME[name], _run_value(record, name))
@@ -87,21 +104,31 @@ def _run_value(record, name: str):
     return value
 
 
-def telling_order(group) -> dict[str, int]:
-    """The settings in which the runs of `group` (one title) differ, with how many values
-    they have among them, the most telling first: the most values, then the options'
-    order. Every run of the group says the same ones: a setting not the same on all
-    differs from some other run for each of them."""
-    values = [settings(r) for r in group]
+def telling_order(values: list[dict[str, str]]) -> list[str]:
+    """The settings (by name) in which runs of one title, each given as its `values`,
+    differ, the most telling first: the one that tells apart the most pairs of runs no
+    setting before it told apart, then the most pairs, then the options' order (a size
+    sweep, `size 1,2` beside `size default` on two runs each, came after a warm-up and the
+    backends that told one run from three, and hid behind `…`). A run that does not read
+    a setting ("") is not told apart by it. Every run of the group says the same ones."""
     names = list(values[0]) if values else []
-    count = {name: len({v[name] for v in values}) for name in names}
-    return {n: count[n] for n in sorted((n for n in names if count[n] > 1), key=lambda n: -count[n])}
+    pairs = {name: {(i, j) for i in range(len(values)) for j in range(i + 1, len(values))
+                    if values[i][name] and values[j][name] and values[i][name] != values[j][name]}
+             for name in names}
+    left, order, told = [n for n in names if pairs[n]], [], set()
+    while left:
+        best = max(left, key=lambda n: (len(pairs[n] - told), len(pairs[n]), -names.index(n)))
+        order.append(best)
+        told |= pairs[best]
+        left.remove(best)
+    return order
 
 
 def differences(record, order) -> list[str]:
-    """The settings of `order` (telling_order) as `record` has them, in words."""
+    """The settings of `order` (telling_order) as `record` has them, in words ("" for
+    one it does not read, and for the task and backends: CONTEXT)."""
     mine = settings(record)
-    return [setting_words(record, name, mine[name]) for name in order]
+    return [setting_words(record, name, mine[name]) if mine.get(name) else "" for name in order]
 
 
 def context(record, form, shared: dict) -> str:
@@ -134,19 +161,19 @@ def rows_words(records, room) -> dict[int, str]:
     for group in by_title.values():
         shared = {"task": len({tasks(r) for r in group}) == 1,
                   "backends": len({tuple(backends(r)) for r in group}) == 1}
-        order = telling_order(group)
-        found = {r.id: differences(r, order) for r in group}
+        values = [settings(r) for r in group]
         for form in FORMS:
             contexts = {r.id: context(r, form, shared) for r in group}
-            # the task and backends among the settings that tell apart when they differ,
-            # before those with as many values; after all of them when every run shares them
-            place = len(order)
-            if len(set(contexts.values())) > 1:
-                place = sum(1 for count in order.values() if count > len(set(contexts.values())))
+            # the task and backends placed among the settings that tell apart as they tell
+            # runs apart; after all of them when every run shares them
+            # (first among those that tell as many apart: `torchscript` beside `preset`)
+            order = telling_order([{CONTEXT: contexts[r.id], **v} for r, v in zip(group, values)])
             words = {}
             for r in group:
-                pieces = list(found[r.id])
-                pieces.insert(place, contexts[r.id])
+                pieces = [contexts[r.id] if name == CONTEXT else piece
+                          for name, piece in zip(order, differences(r, order))]
+                if CONTEXT not in order:
+                    pieces.append(contexts[r.id])
                 words[r.id] = ", ".join(p for p in pieces if p)
             if all(len(words[r.id]) <= room(r) for r in group):
                 break

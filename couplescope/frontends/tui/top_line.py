@@ -8,20 +8,23 @@ at once, and lasting), a key's refusal (`say_why_not`: at once, and gone with th
 key or its toast), and what the run going says as it goes (`progress`: a variant
 loading, measuring, its round), which never covers the other two.
 
-The line itself (StatusLine) is one line, two when its words need them (a long run name,
-an export's directory): never cut. Its second line takes the row of the tab bar's
-underline (the active tab's label still stands out), not a row of the view under it: at
-80x24 the Watch view's plot lost a row whenever the top line wrapped.
+Its words come in forms, the fullest first (`Words`: a run's title left out, a shorter
+phrase): the line (StatusLine) says the first that fits its width, so at 80 columns a
+long run name or a round's variant never wraps it (the eighth walk: stop answers and a
+round's "building and loading the model" took two rows and pushed the tab bar's underline
+out). Words no form of which fits (a user's long file name, an export's folder) take two
+lines, never cut, and the tab bar stays whole under them: the view gives the row.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
 from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent
 
 from couplescope.frontends.tui import messages as m
-from couplescope.frontends.tui.runs import RUNS_AGAIN
+from couplescope.frontends.tui.runs import NEXT_KEYS, RUNS_AGAIN
 
 #: the top line before the first run: whether the form describes a run (the form says
 #: which, FormChanged); with --model given it still said to pick one
@@ -29,6 +32,8 @@ HINTS = {False: "couplescope: pick a model or a preset, then press r",
          True: "couplescope: r runs what the line beside Run (at the bottom) says; ? help"}
 #: the top line before the first run with --replay: r plays the recording, whatever the form says
 REPLAY_HINT = "couplescope: r plays the recorded run back (--replay); ? help"
+#: r's refusal in a line too narrow for its reason: the Run line says it whole
+WHY_NOT = "r will not run: Pick's Run line (p) says why"
 #: the form's reason when nothing is picked (PickForm.build): HINTS[False] says what to do
 NOTHING_PICKED = "nothing to run: "
 #: what Watch and History say before the first run, as `r` would answer: the form runs,
@@ -44,15 +49,41 @@ def no_run_words(runnable: bool, reason: str | None) -> str:
         return NO_RUN_WORDS[runnable]
     return f"no run yet: r will not run: {reason}"
 
-#: the main screen's class while the top line takes two lines (app.tcss hides the underline)
-TWO_LINES = "-status-two-lines"
+#: what the top line is given: one text, or its forms, the fullest first
+Words = str | tuple[str, ...]
+
+
+def forms(words: Words) -> tuple[str, ...]:
+    return (words,) if isinstance(words, str) else tuple(words)
+
+
+def fitting(words: Words, width: int) -> str:
+    """The first form of `words` that fits `width` columns; the last (shortest) when none does."""
+    said = forms(words)
+    return next((text for text in said if cell_len(text) <= width), said[-1])
 
 
 class StatusLine(Static):
-    """The top line; the screen it is on knows when it takes two lines (TWO_LINES)."""
+    """The top line: the first of its words' forms that fits its width, chosen again when
+    the terminal's width changes."""
+
+    _words: tuple[str, ...] = ("",)
+    _shown: str | None = None
+
+    def say(self, words: Words) -> None:
+        self._words = forms(words)
+        self._shown = fitting(self._words, self._room())
+        self.update(self._shown)
+
+    def _room(self) -> int:
+        """Its width inside its padding (before its first layout: the screen's, less that)."""
+        return self.size.width or max(1, self.app.size.width - self.styles.gutter.width)
 
     def on_resize(self) -> None:
-        self.screen.set_class(self.size.height > 1, TWO_LINES)
+        text = fitting(self._words, self._room())
+        if self._shown is not None and text != self._shown:   # (before `say`: its first words)
+            self._shown = text
+            self.update(text)
 
 
 class TopLine:
@@ -64,7 +95,7 @@ class TopLine:
     #: only while History is not on the screen
     _where = ""
     #: a key's refusal (or answer) on the top line, till the next key acts or its toast goes
-    _refusal: str | None = None
+    _refusal: Words | None = None
     _refusals = 0   # how many were said: whether a key said one of its own
     _refusal_timer = None
     #: the refusals said in toasts: they go when the screen or the view changes
@@ -72,7 +103,7 @@ class TopLine:
     #: what the form said of r last (FormChanged): whether it runs, and if not, why
     _form_runs: tuple[bool, str | None] = (True, None)
 
-    def say_why_not(self, text: str, severity: str = "warning", timeout: float | None = None,
+    def say_why_not(self, text: Words, severity: str = "warning", timeout: float | None = None,
                     toast: bool = True) -> None:
         """A key that cannot act now says why at once: on the top line (always on the
         screen, wherever the focus is) and in a toast (`toast`: an answer that a toast would
@@ -80,14 +111,15 @@ class TopLine:
         keeps it till the next key acts (any key: "already exported" stayed through p,
         escape, tab and a preset chosen) or its toast goes; what a run going says of its
         progress meanwhile waits (a round of a fast model took `e`'s refusal off at once),
-        and the latest of it shows then."""
+        and the latest of it shows then. The toast says its fullest form (`text`: Words)."""
         timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         self._refusal = text
         self._refusals += 1
         self._show_status(text)
         if toast and not self.history_shows_a_path():
-            self._refusal_toasts = self._refusal_toasts | {text}
-            self.notify(text, severity=severity, timeout=timeout)
+            fullest = forms(text)[0]
+            self._refusal_toasts = self._refusal_toasts | {fullest}
+            self.notify(fullest, severity=severity, timeout=timeout)
         if self._refusal_timer is not None:
             self._refusal_timer.stop()
         self._refusal_timer = self.set_timer(timeout, self.refusal_gone)
@@ -106,8 +138,9 @@ class TopLine:
         if isinstance(event, events.Key) and self._refusals == said and not self.key_waits(event):
             self.refusal_gone()   # (a key held till the keys before it land acts later: key_order)
 
-    def set_status(self, text: str, progress: bool = False, where: str = "") -> None:
-        """The top line: what the app does or did (`where`: words pointing to History, said
+    def set_status(self, text: Words, progress: bool = False, where: Words = "") -> None:
+        """The top line: what the app does or did, in its forms, the fullest first (`where`:
+        words pointing to History, in forms too, said
         while it is not on the screen). `progress`: what the run going says as
         it goes (a variant loading or measuring, its round, a build). Progress waits under
         a refusal, and is not said once the run is being stopped: events its workers sent
@@ -178,17 +211,24 @@ class TopLine:
         runnable, reason = self._form_runs
         return None if runnable or self.recording else reason or "nothing to run"
 
-    def _show_status(self, text: str, where: str = "") -> None:
-        shown = text + where if where and not self.history_shown() else text
+    def _show_status(self, text: Words, where: Words = "") -> None:
+        """The line's forms: each form of `text` with each of `where` (when said), in order."""
+        wheres = forms(where) if where and not self.history_shown() else ("",)
+        shown = [said + after for said in forms(text) for after in wheres]
         refused = self._r_refused()
-        if refused and RUNS_AGAIN in shown and self.active is None:
+        if refused and self.active is None:
             # an ended run's words promised "r runs again" when r said "cannot run: ..."
-            shown = shown.replace(RUNS_AGAIN, f"r will not run: {refused}")
+            # (too narrow for both, the reason without the keys the footer offers, then the
+            # Run line pointed to)
+            why = f"r will not run: {refused}"
+            shown = [*(said.replace(RUNS_AGAIN, why) for said in shown),
+                     *(said.replace(NEXT_KEYS, why) for said in shown if NEXT_KEYS in said),
+                     shown[-1].replace(RUNS_AGAIN, WHY_NOT)]
         try:
-            status = self.main.query_one("#status", Static)
+            status = self.main.query_one("#status", StatusLine)
         except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
             return
-        status.update(shown)
+        status.say(tuple(dict.fromkeys(shown)))
 
     @m.while_shown
     def on_form_changed(self, msg: m.FormChanged) -> None:
@@ -210,4 +250,5 @@ class TopLine:
         elif msg.runnable or not msg.reason or msg.reason.startswith(NOTHING_PICKED):
             self.set_status(HINTS[msg.runnable])
         else:
-            self.set_status(f"couplescope: r will not run: {msg.reason}")
+            self.set_status((f"couplescope: r will not run: {msg.reason}", f"r will not run: {msg.reason}",
+                             WHY_NOT))

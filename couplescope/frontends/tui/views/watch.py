@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
 from couplescope.frontends.tui.telemetry_panel import WORDS, TelemetryPanel
+from couplescope.frontends.tui.top_line import fitting
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.frontends.tui.iterations_table import (TABLE_HEADER, IterationsTable, number_digits, table_header,
                                                         table_width)
@@ -148,9 +149,14 @@ gives 5 1 2 3 4)."""
         self.redraw(force=True)       # its last sample is drawn before the panel goes idle
         if record is self.app.shown and not record.measured():
             if record.status == "stopped":
-                # the top line's words (it read "the log (t) says why", and the log gave no
-                # reason; or, in rounds, the first variant's "STOPPED no checks yet")
-                self.query_one(StatsPanel).waiting(record.ending_words())
+                # how it ended (it read "the log (t) says why", and the log gave no reason;
+                # or, in rounds, the first variant's "STOPPED no checks yet"), in a line: it
+                # said the top line's words again, wrapped at 80 columns; what r does next
+                # is the top line's
+                panel = self.query_one(StatsPanel)
+                ended = f"{record.stopped_words()} before {record.first_call()}: nothing measured"
+                panel.waiting(fitting(record.untitled(f"{record.name} {ended}"),
+                                      panel.size.width or self.app.size.width - 2))
             elif record.current is None:   # failed before any variant reported: the log has it
                 self.query_one(StatsPanel).waiting(
                     f"{record.name} failed before any variant reported: the log (t) says why")
@@ -206,7 +212,7 @@ gives 5 1 2 3 4)."""
         if record is not self.app.active or record.stopping or self._round == where:
             return
         self._round = where
-        self.app.set_status(f"{record.name}: {where}", progress=True)
+        self.app.set_status(record.untitled(f"{record.name}: {where}"), progress=True)
 
     def on_time_plot_legend_changed(self, msg: TimePlot.LegendChanged) -> None:
         self.query_one(PlotLegend).show(msg.items)
