@@ -162,3 +162,23 @@ def test_the_command_line_and_results_json_count_the_profiled_steps_that_trained
                               "sgd lr 0.05)"), loss_line
     last_loss = next(line for line in r.stderr.splitlines() if line.startswith("simplenet-"))
     assert f"{steps[-1]['loss']:.4E}  not judged" in last_loss, last_loss    # the comparison's last loss
+
+
+async def test_a_view_s_redraw_timer_firing_while_the_app_takes_it_down_draws_nothing():
+    """Quitting during a run once failed under load with `No nodes match 'TimePlot' on
+    WatchView`: Textual marks every node it is about to remove (`_pruning`) and removes a
+    view's widgets before the view, whose redraw timer can fire between. Here that moment
+    is made by hand: the plot gone, the view marked, its timer's callback called."""
+    from couplescope.frontends.tui.views.watch import WatchView
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        watch = app.screen.query_one(WatchView)
+        await watch.query_one(TimePlot).remove()
+        watch._pruning = True
+        try:
+            watch._redraw_timer._callback()   # the timer's own callback, as Textual calls it
+        finally:
+            watch._pruning = False
+            watch._redraw_timer.stop()

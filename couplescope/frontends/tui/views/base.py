@@ -52,7 +52,15 @@ class AppView(TabPane):
         defines one, so a subclass's `super().on_mount()` ran this twice: two timers, every
         redraw done twice (a subclass's own on_mount needs no super() call)."""
         if self.redraw_seconds and self._redraw_timer is None:
-            self._redraw_timer = self.set_interval(self.redraw_seconds, self.redraw)
+            self._redraw_timer = self.set_interval(self.redraw_seconds, self._timed_redraw)
+
+    def _timed_redraw(self) -> None:
+        """The timer's redraw, skipped while the app takes the view down: Textual removes a
+        view's widgets before the view, whose timer may fire between (quitting during a run:
+        `No nodes match 'TimePlot' on WatchView`, seen once under load). Textual says so
+        only in the private `_pruning`, which it sets on every node it is about to remove."""
+        if not getattr(self, "_pruning", False):
+            self.redraw()
 
     # -- hooks the app calls (UI thread) ------------------------------------------------
     def follow(self, record, events: list[dict]) -> None:
