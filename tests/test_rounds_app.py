@@ -14,6 +14,7 @@ from test_tui_replay import SIZE, run_replay, until
 from couplescope.core import replay, rounds
 from couplescope.core.replay import PlayedWorker
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.top_line import forms
 from couplescope.frontends.tui.views.watch import WatchView
 from couplescope.frontends.tui.watch_widgets import calls_done, progress_shown
 
@@ -78,7 +79,7 @@ async def test_every_figure_of_the_watch_view_names_the_variant_measuring_now(tm
     real_status = app.set_status
 
     def status(text, **kwargs):
-        statuses.append(text)
+        statuses.append(forms(text)[0])   # (its fullest form: the top line says the first that fits)
         real_status(text, **kwargs)
     app.set_status = status
     redraws = [0]
