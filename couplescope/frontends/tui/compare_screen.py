@@ -33,6 +33,7 @@ from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alo
 from couplescope.frontends.tui.compare_sweep import SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
+from couplescope.frontends.tui.like_ratios import like_lines, like_ratios, size_cell, sizes_differ
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.protocol.step_words import NOT_JUDGED
@@ -111,7 +112,8 @@ class CompareScreen(SweepPlot, Screen):
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self.measured = 0                             # the variants compared that made calls
-        self.alone: set[str] = set()                  # those alone at their size (no ratio)
+        self.alone: set[str] = set()                  # those with nothing like them (no ratio)
+        self.sized = False                            # the variants' sizes differ: a size column
         self.boxed: list[str] = []                    # those variants, in the order of their boxes
         self._select_task()
 
@@ -213,13 +215,14 @@ class CompareScreen(SweepPlot, Screen):
     def columns(self) -> list[str]:
         """box first: the plot is labelled by it, and it must never be cut off; checks beside
         the name; the ratio where there is something to compare with (a lone variant's
-        1.00x took the room its name needed); the task's own columns; n last."""
-        return ["box", "variant", "checks", "median", "IQR", *([self.ratio_label()] if self.ranks() else []),
-                *task_columns(self.compared_task), *(["compile"] if self.compiled else []), "n"]
+        1.00x took the room its name needed); the task's own columns; n last. A size column
+        where the variants' sizes differ (the names need not say it)."""
+        return ["box", "variant", *(["size"] if self.sized else []), "checks", "median", "IQR",
+                *([self.ratio_label()] if self.ranks() else []), *task_columns(self.compared_task), *(["compile"] if self.compiled else []), "n"]
 
     def ratio_label(self) -> str:
-        """`vs fastest` over the several runs' ratios of the medians (to the fastest at its
-        size); `ratio` over one run's, which are to its baseline box from same-round pairs
+        """`vs fastest` over the several runs' ratios of the medians (to the fastest of its
+        model and size, like_ratios.py); `ratio` over one run's, which are to its baseline box from same-round pairs
         (the line under the table says to which): `vs fastest` stood over box 2's `1.00x`
         at 10.9 µs beside box 1's 6.6 µs, each the baseline at its size."""
         return "ratio" if self.paired else "vs fastest"
@@ -245,7 +248,10 @@ class CompareScreen(SweepPlot, Screen):
         cursor = table.cursor_row
         rows = {r["name"]: r for r in self.builder.comparison()}
         self.measured = len(rows)
-        self.alone = alone_at_size(list(rows.values())) if self.paired else set()
+        # like with like: a run in rounds' same-round pairs, else the fastest of its model and size
+        alike = like_ratios(list(rows.values()), self.builder.variants)
+        self.alone = (alone_at_size(list(rows.values())) if self.paired else set()) | alike
+        self.sized = sizes_differ(self.all_names, self.builder.variants)
         self.boxed = list(rows)   # the variants with a box, in the plot's order
         columns = self.columns()
         box = self.box_numbers(rows)
@@ -261,8 +267,9 @@ class CompareScreen(SweepPlot, Screen):
         title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone(compared, box))
-        if self.paired and self.ranks():
-            notes = paired_lines(list(rows.values()), box, self.app.size.width - 2) + notes
+        if self.ranks():
+            notes = ((paired_lines(list(rows.values()), box, self.app.size.width - 2) if self.paired else [])
+                     + like_lines([r for r in rows.values() if "baseline" not in r], alike, box) + notes)
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
@@ -346,11 +353,13 @@ class CompareScreen(SweepPlot, Screen):
             r = rows.get(name)
             if r is None:
                 why = "left out" if name in self.left_out else f"no {UNIT_WORDS[self.compared_task]}s"
-                lines.append(("", Text(display, style="dim"), Text(why, style="dim"),
-                              *[""] * (len(columns) - 3)))
+                sized = [size_cell(self.builder.variants.get(name))] if self.sized else []
+                lines.append(("", Text(display, style="dim"), *sized, Text(why, style="dim"),
+                              *[""] * (len(columns) - 3 - len(sized))))
                 continue
             compiled = [fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if self.compiled else []
-            lines.append((str(box[name]), display, self.checks_cell(name, r), fmt.seconds(r["median"]),
+            lines.append((str(box[name]), display, *([size_cell(self.builder.variants[name])] if self.sized else []),
+                          self.checks_cell(name, r), fmt.seconds(r["median"]),
                           fmt.seconds(r["iqr"]), *([ratio_cell(r, self.alone)] if self.ranks() else []),
                           *self.task_cells(r), *compiled,
                           fmt.thousands(r["n"])))

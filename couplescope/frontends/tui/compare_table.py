@@ -50,7 +50,7 @@ def task_of(variant) -> str:
 
 def loss_cell(value) -> str:
     """A training step's last loss in the few columns the table has: four significant
-    digits (0.5418, 12.35), in E format only far from 1 (1.316E-09). The reference
+    digits, trailing zeros kept (0.5418, 0.1060, 12.35), in E format only far from 1 (1.316E-09). The reference
     suite's 5.4182E-01 took four columns more, and the names paid for them: with the
     checks' `not judged`, `#1 direct-python…` became `#1 direct-py…` at 80 columns."""
     if value is None:
@@ -58,7 +58,9 @@ def loss_cell(value) -> str:
     v = float(value)
     if v == 0 or not math.isfinite(v):
         return fmt.sci(v) if not math.isfinite(v) else "0"
-    return f"{v:.4g}" if 1e-3 <= abs(v) < 1e4 else f"{v:.3E}"
+    # `#`: the trailing zeros of the four digits kept (`0.106` stood beside `0.1526`)
+    near = f"{v:#.4g}".rstrip(".")
+    return near if 1e-3 <= abs(v) < 1e4 and "e" not in near else f"{v:.3E}"
 
 
 def task_columns(task: str) -> list[str]:
@@ -120,12 +122,12 @@ def unranked_why(row: dict) -> str | None:
 def ranking_lines(rows: list[dict], box: dict, runs_alone: dict | None = None) -> list[str]:
     """Under the table: why a pair is not ranked, by box number (`cannot rank 1 vs 2: 4 of 4
     rounds disturbed by other processes`). Several runs (`runs_alone`: a run's name -> its own
-    rows, named as in this table) are not paired by round, so their ratios are the medians':
-    the line says so, and which pairs a run alone could not rank (the same pair read
-    "cannot rank" compared alone and 4.67x beside another run)."""
+    rows, named as in this table) are not paired by round, so their ratios are the medians'
+    (like_ratios.like_lines says so): the lines say which pairs a run alone could not rank
+    (the same pair read "cannot rank" compared alone and 4.67x beside another run)."""
     if runs_alone is None:
         return unranked_lines(rows, box, "cannot rank")
-    lines = ["the ratios are of the medians (runs are not paired by round)"] if len(rows) > 1 else []
+    lines = []
     for run, own in runs_alone.items():
         lines += unranked_lines([r for r in own if r["name"] in box], box, f"{run} alone cannot rank")
     return lines
