@@ -272,7 +272,7 @@ async def test_a_pair_that_cannot_be_ranked_says_why_alone_and_beside_another_ru
         await open_compare(pilot)
         shown = " ".join(on_screen(app).split())
         assert "cannot rank" not in shown.split("#1 alone")[0]   # the table gives ratios ...
-        assert "ratios are of the medians" in shown, shown               # ... of the medians, and says so
+        assert "ratios: of the medians" in shown, shown   # ... of the medians, and says so
         assert "#1 alone cannot rank 1 vs 2: 4 of 4 rounds disturbed" in shown, shown
         assert "#2 alone cannot rank 3 vs 4: 4 of 4 rounds disturbed" in shown, shown   # never cut
 
