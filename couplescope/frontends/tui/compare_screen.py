@@ -69,8 +69,8 @@ class CompareScreen(SweepPlot, Screen):
                         tooltip="when the compared runs hold one task only: says that there is no other "
                                 "to compare (the footer does not offer tab then)."),
                 Binding("v", "toggle_plot", "plot",
-                        tooltip="when the variants hold a sweep (a variant at two or more sizes): the plot, "
-                                "median against size or each variant's box."),
+                        tooltip="when the variants hold a sweep (a run's variant at two or more sizes): the "
+                                "plot, median against size or each variant's box."),
                 Binding("v", "no_sweep", show=False,
                         tooltip="when they hold no sweep: says that there is only the box plot (the footer "
                                 "does not offer v then)."),
@@ -409,7 +409,7 @@ class CompareScreen(SweepPlot, Screen):
         self.refresh_bindings()
 
     def action_no_sweep(self) -> None:
-        self.notify("no sweep here: median vs size needs a variant at two or more sizes",
+        self.notify("no sweep here: median vs size needs a run with a variant at two or more sizes",
                     severity="warning")
 
     def action_toggle_plot(self) -> None:

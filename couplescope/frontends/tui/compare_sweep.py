@@ -1,5 +1,5 @@
-"""The compare view's sweep plot: the medians of each variant measured at several sizes
-against size (couplescope.results.sweeps groups them into series), a line per series with
+"""The compare view's sweep plot: the medians of each variant one run measured at several
+sizes against size (couplescope.results.sweeps groups them into series), a line per series with
 its 25th and 75th percentiles as dots, the key under the plot. A part of CompareScreen
 (it inherits SweepPlot), as the box plot is box_rows.py's.
 """
@@ -21,11 +21,27 @@ class SweepPlot:
     """Median vs size, drawn from the compare screen's builder (see the module docstring)."""
 
     def _sweep_groups(self, names: list[str]) -> list[list[str]]:
-        """The names of `names` grouped into series of one variant at several sizes."""
-        variants = [self.builder.variants[n] for n in names]
-        groups = sweeps.series([{"spec": v.spec, "model": v.model} for v in variants],
-                               [v.environment for v in variants], [n.split(" ", 1)[0] for n in names])
-        return [[names[i] for i in group] for group in groups]
+        """The names of `names` grouped into series of one variant at several sizes, each
+        series one run's: separate runs at other sizes are not joined (the ninth walk: a
+        run's size-1 point was joined to another's size-2 one where the sizes did not
+        repeat, and not where they did; a training `direct` at sizes 1 and 2 in two runs
+        was no sweep). Runs at other sizes are compared in the table, by size."""
+        by_run: dict[str, list[str]] = {}
+        for name in names:
+            by_run.setdefault(name.split(" ", 1)[0], []).append(name)
+        groups = []
+        for mine in by_run.values():
+            variants = [self.builder.variants[n] for n in mine]
+            groups += [[mine[i] for i in group]
+                       for group in sweeps.series([{"spec": v.spec, "model": v.model} for v in variants],
+                                                  [v.environment for v in variants])]
+        return groups
+
+    def on_row_ticked_plot_rows_changed(self, event: RowTickedPlot.RowsChanged) -> None:
+        """The sweep's plot laid out on other rows than it was drawn for (it is drawn
+        before it is laid out): drawn again, so the key names the lines covered on them."""
+        if self.plotted is not None:
+            self.draw(self.builder.comparison())
 
     def draw_sweep(self, plt, groups: list[list[str]], series: dict) -> None:
         """Median vs size, one line per series, its 25th and 75th percentiles as dots at the
@@ -72,7 +88,7 @@ class SweepPlot:
             text, color = legend[k]
             legend[k] = (f"{text} (under {', '.join(legend[j][0].removeprefix('━ ') for j in over)})", color)
         if alone:
-            legend.append((f"not drawn: {', '.join(alone)} (one size only; v draws every box)", "white"))
+            legend.append((f"not drawn: {', '.join(alone)} (one size in its run; v draws every box)", "white"))
         word = UNIT_WORDS[self.compared_task]
         plt.title(f"median per {word} ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
         self.query_one(PlotLegend).show(legend)

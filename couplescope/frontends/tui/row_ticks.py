@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from textual.message import Message
 from textual_plotext import PlotextPlot
 
 #: at most this many y labels (plotext's own number)
@@ -57,6 +58,14 @@ class RowTickedPlot(PlotextPlot):
     #: rows the plot takes besides its canvas: the two x axes, the x tick labels, the
     #: title and the x label when they are set (plotext's height_canvas)
     _frame_rows = 3
+    #: the canvas rows the drawing code was last told (canvas_rows); None: it asked none
+    _told_rows: int | None = None
+
+    class RowsChanged(Message):
+        """The plot is drawn on other rows than its drawing code was told (canvas_rows):
+        what it worked out from them (which line covers which) must be worked out again.
+        The ninth walk: told 10 rows before the plot was laid out, drawn on 11, a series
+        said to be seen was covered, with nothing in the key."""
 
     def show_range(self, values: list[float], title: bool = True, xlabel: bool = True) -> None:
         """Fix the y axis to the range of the `values` drawn, and say which of a title and
@@ -68,9 +77,11 @@ class RowTickedPlot(PlotextPlot):
 
     def canvas_rows(self) -> int:
         """The rows the lines are drawn on: the plot's height (its least, before it is laid
-        out) less its frame (show_range's title and x label, the axes, the x ticks)."""
+        out) less its frame (show_range's title and x label, the axes, the x ticks). Drawn
+        on others, the plot posts RowsChanged."""
         height = self.size.height or (self.styles.min_height.value if self.styles.min_height else 0)
-        return max(0, int(height) - self._frame_rows)
+        self._told_rows = max(0, int(height) - self._frame_rows)
+        return self._told_rows
 
     def no_range(self) -> None:
         """Nothing drawn on a y axis (a title alone)."""
@@ -81,4 +92,7 @@ class RowTickedPlot(PlotextPlot):
             rows = self.size.height - self._frame_rows
             values = row_values(*self._range, rows) if rows >= 2 else []
             self.plt.yticks(values)
+            if self._told_rows is not None and rows != self._told_rows:
+                self._told_rows = None   # told once: the drawing code asks again
+                self.post_message(self.RowsChanged())
         return super().render()
