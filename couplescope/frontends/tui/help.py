@@ -27,10 +27,11 @@ KEYS = """\
   (the table's highlight keeps its box in view), `q` quits. Under the table, why a pair is not ranked (`cannot rank 1 vs 2: 4
   of 4 rounds disturbed by other processes`); one run in rounds: its ratios are from
   same-round pairs (the line under the table says to which box), not the medians' ratio;
-  several runs are not paired by round, so their ratios are the medians'. Its box plot: a row per variant, numbered as the
+  several runs are not paired by round, so their ratios are the medians', each to the fastest of
+  its model and size (`alone`: none like it). Its box plot: a row per variant, numbered as the
   table's `box` column; `█` the middle half of the calls, `┃` the median, `├─┤` 5% to
   95%; `▸4.78 ms` a whisker cut at the plot's edge that really ends at 4.78 ms. Where
-  the variants hold a sweep (a variant at two or more sizes), `v` switches the plot
+  the variants hold a sweep (a run's variant at two or more sizes), `v` switches the plot
   between median against size and the boxes
 - `space` in History: mark or unmark a run for comparing
 - {view_keys} views: {view_titles} (the focus goes back where it was in each)
