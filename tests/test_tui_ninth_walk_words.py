@@ -47,7 +47,7 @@ def the_training_walk() -> list[RunRecord]:
                    ("--preset", "simplenet-train", "--iterations", "600"))
 
 
-@pytest.mark.parametrize("width", [42, 45])   # the run column at 80: with `not judged`, without
+@pytest.mark.parametrize("width", [41, 44])   # the run column at 80: with `not judged`, without
 def test_two_training_runs_apart_in_steps_read_apart_in_history(width):
     """`#1 simplenet-train  size default, …` and `#3 ... size default, …` hid the 300 and
     600 steps that told them apart: `size default` was the first setting of the rows'
@@ -207,3 +207,20 @@ async def test_a_second_copy_names_both_folders_where_their_names_fit_80_columns
         await until(pilot, lambda: "a second copy" in text(app, "#status"), text(app, "#status"))
         status = " ".join(text(app, "#status").split())
         assert status == "#1 simplenet: a second copy written, in myruns (the first in couplescope-runs)", status
+
+
+async def test_the_docs_say_where_pick_s_focus_starts_with_a_preset():
+    """A walker in a `--tui --preset` session expected the focus on the preset: it starts
+    on model, which the docs now say, with the way up to the preset."""
+    from couplescope.frontends.cli.parser import build_parser, options_from
+    from couplescope.frontends.tui.app import CoupleScopeApp
+
+    app = CoupleScopeApp(options_from(build_parser().parse_args(["--preset", "simplenet"])), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "model", app.focused
+        await pilot.press("escape", "tab")
+        assert app.focused is not None and app.focused.id == "preset", app.focused
+    said = " ".join(open(os.path.join(DOCS, "tui.md"), encoding="utf-8").read().split())
+    assert "The focus starts on `model`, in a `--tui --preset NAME` session too" in said
+    assert "`escape` then `tab` puts the focus on `preset`" in said
