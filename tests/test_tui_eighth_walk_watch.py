@@ -103,11 +103,14 @@ async def test_an_inference_plot_below_10_ms_stays_in_µs_with_short_labels():
     assert len(labels) >= 3 and all(len(label) <= 6 for label in labels), labels
 
 
-def test_the_axis_unit_keeps_every_label_below_10_000():
+def test_the_axis_unit_keeps_every_label_short():
+    """Below 1 000 (in seconds, a few digits): the unit formatting.seconds writes the top
+    in (the ninth walk: `7663.9┤` ms beside the table's `7.664 s`; test_tui_ninth_walk_words)."""
     from couplescope.frontends.tui.watch_widgets import axis_unit
 
-    assert axis_unit(9.9e-3) == ("µs", 1e6) and axis_unit(13.7e-3) == ("ms", 1e3)
-    assert axis_unit(9.99) == ("ms", 1e3) and axis_unit(12.0) == ("s", 1.0)
+    assert axis_unit(9.9e-3) == ("ms", 1e3) and axis_unit(13.7e-3) == ("ms", 1e3)
+    assert axis_unit(999e-6) == ("µs", 1e6) and axis_unit(1.0132e-3) == ("ms", 1e3)
+    assert axis_unit(9.99) == ("s", 1.0) and axis_unit(12.0) == ("s", 1.0)
     assert axis_unit(3e-7) == ("µs", 1e6)
 
 

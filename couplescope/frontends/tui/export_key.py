@@ -114,9 +114,14 @@ class ExportKey:
         # and the toasts shown meanwhile go (`e` again while it exported: "being exported")
         self.clear_notifications()
         if record.export_earlier and os.path.isdir(record.export_earlier):   # the export field changed since
-            self.tell(record.untitled(f"{record.name}: a second copy written, in {os.path.dirname(path)} (the "
-                                      f"first is in {os.path.dirname(record.export_earlier)})",
-                                      f"{record.name}: a second copy written, in {folder_name(path)}"),
+            # the folders by their names where the paths do not fit (80 columns): the first's
+            # too where it fits (the ninth walk read `a second copy written, in myruns` alone)
+            copy = f"{record.name}: a second copy written, in"
+            self.tell(record.untitled(f"{copy} {os.path.dirname(path)} (the first is in "
+                                      f"{os.path.dirname(record.export_earlier)})",
+                                      f"{copy} {folder_name(path)} (the first in "
+                                      f"{folder_name(record.export_earlier)})",
+                                      f"{copy} {folder_name(path)}"),
                       where=("; h: where, and its command", "; h shows where"))
         else:
             self.tell(record.untitled(f"{record.name} exported to {os.path.basename(path)}"),

@@ -13,13 +13,17 @@ told apart: `iterations 10`, `1 000`, `300`, then `size 1,2` beside `size defaul
 a `warm-up` or the backends that tell one run from the three others), the task and
 backends among them when they differ (`torchscript` beside `preset`), else after them. A
 setting no variant of a run reads (`bridge runs` on a torchscript run) is not said. A row that does not fit
-keeps the first of them and says `…` for the rest (runs_table.run_cell), so every row
+keeps those that fit, in that order, and says `…` for the rest (fitted), so every row
 reads against the others: `iterations 10, torchscript, …` above `iterations 1 000,
 bridge, …` (rows kept their shortest words, `warm-up 10` on one and `size 1,2` on the next,
 and `iterations`, the one that mattered, was always left out). In the room a row has (80
 columns hold the table), the task and backends are said the longest way that fits every
 run of a title: the backends counted (`2 backends`), then without the task they share,
-then without the backends they share.
+then without the backends they share. Where two rows would then read alike (`size
+default, …` twice, hiding `steps 300` and `steps 600`: the ninth walk), each keeps what
+tells it from the others instead (told_apart). A run alone under its title says what is
+notable about it: the settings it changed from what its preset (or model) alone sets,
+its sizes first (notable).
 """
 
 from __future__ import annotations
@@ -150,10 +154,97 @@ def context(record, form, shared: dict) -> str:
     return f"{task}: {said}" if said else task
 
 
+def _baseline(record) -> dict[str, str] | None:
+    """The settings the run would have had with nothing changed: its preset's alone, or its
+    model's with its task (None when it cannot be built again: a recording, a file gone)."""
+    from types import SimpleNamespace
+
+    from couplescope.core import request as requests
+
+    preset = getattr(record.request, "preset", None)
+    model = record.specs[0].model if record.specs else None
+    task = tasks(record)
+    key = (preset, None if preset else model, None if preset else task)
+    if key not in _BASELINES:
+        try:
+            asked = (requests.RunOptions(preset=preset) if preset else
+                     requests.RunOptions(model=model, overrides={"task": task} if task != "infer" else {}))
+            built = requests.build(asked)
+            _BASELINES[key] = settings(SimpleNamespace(specs=built.specs, request=built))
+        except Exception:   # noqa: BLE001 - nothing to measure it against: nothing said notable
+            _BASELINES[key] = None
+    return _BASELINES[key]
+
+
+_BASELINES: dict[tuple, dict[str, str] | None] = {}
+
+
+def notable(record) -> list[str]:
+    """The settings (by name) of a run alone under its title that are away from what its
+    preset (or model) alone sets, its sizes first: a lone `--preset simplenet --size 1,2`
+    read `preset, infer` (the ninth walk), its sweep said only once a second run existed.
+    A setting the unchanged run does not read (a bridge's on a torchscript model) is not."""
+    base = _baseline(record)
+    if base is None:
+        return []
+    mine = settings(record)
+    names = [n for n, v in mine.items() if v not in ("", "default") and base.get(n) and v != base[n]]
+    return sorted(names, key=lambda n: n != "size")
+
+
+def fitted(pieces: list[str], tells: list[set] | None, room: int) -> str:
+    """The row's `pieces` (in the one order of its title's rows) in `room` characters: all
+    of them where they fit, else each in turn that still fits, and `…` for the rest (a
+    piece too long no longer hides a shorter one after it). Given `tells` (which runs each
+    piece tells the row from), those that tell it from the most runs not yet told apart
+    are kept first, the shorter first among equals (more fit). Nothing fits: all of them
+    (run_cell cuts the one long word)."""
+    shown = [i for i, p in enumerate(pieces) if p]
+    if len(", ".join(pieces[i] for i in shown)) <= room:
+        return ", ".join(pieces[i] for i in shown)
+    chosen: list[int] = []
+    told: set = set()
+
+    def worth(i: int):
+        new = len(tells[i] - told) if tells else 0
+        return (new, -len(pieces[i]) if new else 0, -i)
+
+    while True:
+        left = [i for i in shown if i not in chosen
+                and len(", ".join([*(pieces[j] for j in sorted([*chosen, i])), "…"])) <= room]
+        if not left:
+            break
+        best = max(left, key=worth)
+        chosen.append(best)
+        told |= tells[best] if tells else set()
+    if not chosen:
+        return ", ".join(pieces[i] for i in shown)
+    return ", ".join([*(pieces[i] for i in sorted(chosen)), "…"])
+
+
+def told_apart(group, rows, order, pieces, room) -> dict[int, str]:
+    """The group's rows fitted in their room (fitted) in their one order; a row that then
+    reads as another does (`#1 simplenet-train  size default, …` and `#3 ... size default,
+    …`, hiding the `steps 300` and `steps 600` that told them apart: the ninth walk) keeps
+    instead what tells it from the others."""
+    words = {r.id: fitted(pieces[r.id], None, room(r)) for r in group}
+    seen: dict[str, int] = {}
+    for r in group:
+        seen[words[r.id]] = seen.get(words[r.id], 0) + 1
+    for i, r in enumerate(group):
+        if seen[words[r.id]] > 1 and "…" in words[r.id]:
+            tells = [{j for j, other in enumerate(rows) if j != i and rows[i].get(name)
+                      and other.get(name) and other[name] != rows[i][name]} for name in order]
+            words[r.id] = fitted(pieces[r.id], tells, room(r))
+    return words
+
+
 def rows_words(records, room) -> dict[int, str]:
     """Each run's words after its name (by run id), in `room(record)` characters where a
     form of them fits: runs of one title are said in the same form, the longest that fits
-    all of them, and the same settings in the same order (the module docstring)."""
+    all of them, and the same settings in the same order (the module docstring); where
+    none fits, each row keeps what tells it apart (fitted). A run alone under its title
+    says what is notable about it."""
     by_title: dict[str, list] = {}
     for record in records:
         by_title.setdefault(record.title, []).append(record)
@@ -162,20 +253,22 @@ def rows_words(records, room) -> dict[int, str]:
         shared = {"task": len({tasks(r) for r in group}) == 1,
                   "backends": len({tuple(backends(r)) for r in group}) == 1}
         values = [settings(r) for r in group]
-        for form in FORMS:
+        # a run alone shares its task and backends with no other: they are said (`…` if cut)
+        for form in (FORMS if len(group) > 1 else FORMS[:2]):
             contexts = {r.id: context(r, form, shared) for r in group}
             # the task and backends placed among the settings that tell apart as they tell
             # runs apart; after all of them when every run shares them
             # (first among those that tell as many apart: `torchscript` beside `preset`)
-            order = telling_order([{CONTEXT: contexts[r.id], **v} for r, v in zip(group, values)])
-            words = {}
-            for r in group:
-                pieces = [contexts[r.id] if name == CONTEXT else piece
-                          for name, piece in zip(order, differences(r, order))]
-                if CONTEXT not in order:
-                    pieces.append(contexts[r.id])
-                words[r.id] = ", ".join(p for p in pieces if p)
+            rows = [{CONTEXT: contexts[r.id], **v} for r, v in zip(group, values)]
+            order = telling_order(rows)
+            if len(group) == 1:
+                order = [*notable(group[0]), CONTEXT]
+            elif CONTEXT not in order:
+                order.append(CONTEXT)
+            pieces = {r.id: [contexts[r.id] if name == CONTEXT else piece
+                             for name, piece in zip(order, differences(r, order))] for r in group}
+            words = {r.id: ", ".join(p for p in pieces[r.id] if p) for r in group}
             if all(len(words[r.id]) <= room(r) for r in group):
                 break
-        said.update(words)
+        said.update(told_apart(group, rows, order, pieces, room))
     return said
