@@ -29,6 +29,7 @@ that takes words, alt+r typed `r` into it, and on the compare screen alt+t did n
 from __future__ import annotations
 
 from textual import events
+from textual.keys import key_to_character
 
 #: the actions that move the focus, or the screen that has it (their namespace
 #: and parameters aside): tab and shift+tab, escape out of a field, a list opened (its open
@@ -94,7 +95,7 @@ class KeysInOrder:
             if self._held is not None:
                 self._held.append(event)
                 return
-            if event is not self._settled and self._handed_on and self._acts_at_once(event.key):
+            if event is not self._settled and self._handed_on and self._waits_its_turn(event):
                 self._held = [event]
                 self._settle()
                 return
@@ -138,10 +139,26 @@ class KeysInOrder:
 
     def _acts_at_once(self, key: str) -> bool:
         """Whether a node the key would reach binds it with priority (the app's r, s, e ...):
-        such a binding acts when the app reads the key, before the keys read before it."""
-        nodes = self._reached()
-        return any(binding.priority
-                   for node in nodes for binding in node._bindings.key_to_bindings.get(key, ()))
+        such a binding acts when the app reads the key, before the keys read before it. Not
+        where a node below it takes the key as text (a field that takes words types the
+        app's letters: Textual drops the bindings above it, Screen._binding_chain)."""
+        character = key_to_character(key)
+        for node in self._reached():
+            if any(binding.priority for binding in node._bindings.key_to_bindings.get(key, ())):
+                return True
+            if node.check_consume_key(key, character):
+                return False
+        return False
+
+    def _waits_its_turn(self, key: events.Key) -> bool:
+        """Whether the key must wait till the keys handed on before it have landed: an app
+        key (it acts when read), or one that moves the focus (a backspace read before a Tab
+        acted on the field the Tab moved to: `4 0 BSpace Tab 8 8` left 40 and 8)."""
+        if self._acts_at_once(key.key):
+            return True
+        focused = self.focused
+        return (self._may_move_focus(key.key)
+                and not (focused is not None and focused.check_consume_key(key.key, key.character)))
 
     def _settle(self, rounds: int = 0) -> None:
         """A callback queued on the focused widget and each of its ancestors below the app;
@@ -178,7 +195,7 @@ class KeysInOrder:
         while held:
             await self.on_event(held.pop(0))
             if self._held is not None:
-                self._held[:0] = held
+                self._held.extend(held)           # behind the key held again: the order read
                 return
 
     async def _moved_focus(self, key: events.Key) -> bool:
