@@ -12,6 +12,8 @@ import os
 import signal
 import textwrap
 
+from textual.css.query import NoMatches
+
 from couplescope.export.run_dir import DEFAULT_PARENT
 from couplescope.protocol import scratch
 from couplescope.protocol.contract import exit_code
@@ -116,11 +118,10 @@ class SignalEndings:
             os._exit(exit_code(signal=signum))
 
     def _export_unsaved(self, unfinished: bool = False) -> None:
-        """Export every run not exported yet (into --export's directory, else
-        ./couplescope-runs), noting where for the farewell lines. `unfinished` (a hang-up):
-        a run whose session has not finished too, and a run that fails to export does not
-        keep the others from it."""
-        parent = self.options.export or DEFAULT_PARENT
+        """Export every run not exported yet (where `e` would: see closing_folder), noting
+        where for the farewell lines. `unfinished` (a hang-up): a run whose session has not
+        finished too, and a run that fails to export does not keep the others from it."""
+        parent = self.closing_folder()
         empty = []   # runs that measured nothing: one line for them all, not an error each
         for record in self.runs.values():
             record.export_done.wait(timeout=120)   # an export on its thread (e) finishes first
@@ -142,6 +143,16 @@ class SignalEndings:
         if empty:
             self.farewell += closing_lines(f"couplescope: {'runs' if len(empty) > 1 else 'run'} "
                                            f"{', '.join(empty)} measured nothing: not saved")
+
+    def closing_folder(self) -> str:
+        """The export field's folder, as `e` has it (ctrl+c saved to --export's folder only:
+        one typed into the field was passed over), else ./couplescope-runs. A value the
+        field refuses, or no form (the app not yet drawn), gives --export's, else
+        ./couplescope-runs: the runs are saved all the same, and the farewell lines say where."""
+        try:
+            return self.export_folder()
+        except (UsageError, NoMatches):
+            return self.options.export or DEFAULT_PARENT
 
     def _save_and_exit(self) -> None:
         """Save every run not exported, then close with the exit code the ending set (130

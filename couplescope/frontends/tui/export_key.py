@@ -44,6 +44,11 @@ class ExportKey:
         record = self.picked()
         return record is not None and record.status != "running" and bool(record.measured())
 
+    def export_folder(self) -> str:
+        """Where a run is exported: the form's export field (the command line's --export
+        fills it), else ./couplescope-runs; raises UsageError for a value it refuses."""
+        return self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
+
     def action_export(self) -> None:
         """Export the picked run on a thread (copying its traces and drawing summary.png take
         seconds): the status line says so at once, and where it went when it is done."""
@@ -60,8 +65,8 @@ class ExportKey:
         if not record.measured():
             self.say_why_not(record.untitled(f"nothing to export: {record.name} made no {record.unit()} (the log, t, says why)"))
             return
-        try:   # the form's export field (the command line's --export fills it)
-            parent = self.main.query_one(PickForm).export_dir() or DEFAULT_PARENT
+        try:
+            parent = self.export_folder()
         except UsageError as exc:
             self.say_why_not(f"cannot export: {exc}")
             return
