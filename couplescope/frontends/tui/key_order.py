@@ -17,7 +17,12 @@ the old size (and the run's view switch lost the backspaces), `Up e` in History 
 run highlighted before the Up. Such a key waits, and the keys read after it, till what the keys
 before it set going has settled: the focused widget's queue and its ancestors' (the form, the
 view, the screen), where the messages those keys post (Input.Changed, RowHighlighted) bubble,
-each empty behind a callback queued on it.
+each empty behind a callback queued on it. A key that moves the focus (Tab) waits so too,
+when keys were handed on before it: `4 0 BSpace Tab 8 8` moved the focus before the BSpace
+acted, and the BSpace (Input runs its binding once the key has bubbled up, on the focus
+then) deleted an 8 in the next field. The keys read after a held key wait behind it, in
+the order read (they were put back before it: `s t r e a m` into the name field gave
+`sramet`); a letter a field that takes words types is no app key there, and never waits.
 
 `escape` and a letter in one read (`tmux send-keys Escape r`, a fast typist, ssh) reach
 Textual as one key, alt+r: a terminal sends alt+r as those very bytes (ESC r), and Textual
