@@ -209,9 +209,12 @@ class RunRecord:
         if not ended:
             return self.untitled(f"stopping {self.name}{how} ...")
         if len(ended) < len(started):
-            return self.untitled(f"stopping {self.name}{how}: {len(ended)} of {len(started)} variants stopped, "
-                                 "the others ending ...",
-                                 f"stopping {self.name}{how}: {len(ended)} of {len(started)} variants stopped ...")
+            # counted among the variants whose workers started, not "1 of 3" of a run of 6
+            # (the tenth walk: the count read as the run's, which the stop's end gave as 6)
+            done = f"{len(ended)} variant{'s' if len(ended) > 1 else ''} stopped"
+            ending = len(started) - len(ended)
+            return self.untitled(f"stopping {self.name}{how}: {done}, {ending} still ending ...",
+                                 f"stopping {self.name}{how}: {done} ...")
         kept = "keeping what it measured" if self.measured() else "nothing measured"
         return self.untitled(f"{self.name} {self.stopped_words()}: {kept}; closing the run ...",
                              f"{self.name} stopped ({self.stopping}): {kept}; closing the run ...",
