@@ -224,3 +224,17 @@ async def test_the_docs_say_where_pick_s_focus_starts_with_a_preset():
     said = " ".join(open(os.path.join(DOCS, "tui.md"), encoding="utf-8").read().split())
     assert "The focus starts on `model`, in a `--tui --preset NAME` session too" in said
     assert "`escape` then `tab` puts the focus on `preset`" in said
+
+
+@pytest.mark.parametrize("width", [41])   # the run column at 80 with `not judged`, as the walk's
+def test_beside_a_row_cut_with_an_ellipsis_a_row_that_leaves_words_out_says_so(width):
+    """The tenth walk: `#1 simplenet-train  size default, …` above `#2 simplenet-train  size
+    2, preset`, whose `train` (the task both runs share) the shorter form had left out with
+    nothing saying so; at 130 columns it read `size 2, preset, train`."""
+    runs = records(("--preset", "simplenet-train", "--iterations", "300"),
+                   ("--preset", "simplenet-train", "--iterations", "300", "--size", "2"))
+    shown = cells(runs, width)
+    assert shown[0].endswith("…"), shown
+    for cell, whole in zip(shown, cells(runs, 130)):
+        assert len(cell) <= width, cell
+        assert cell == whole or cell.endswith("…"), (cell, whole)

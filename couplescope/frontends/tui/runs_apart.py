@@ -239,12 +239,24 @@ def told_apart(group, rows, order, pieces, room) -> dict[int, str]:
     return words
 
 
-def rows_words(records, room) -> dict[int, str]:
+def marked(words: str, full: str, room: int) -> str:
+    """A row's words with `…` where they leave out any of its full words (`full`, what it
+    says with room for all), the last words giving way to it."""
+    if words == full or words.endswith("…"):
+        return words
+    parts = words.split(", ")
+    while parts and len(", ".join([*parts, "…"])) > room:
+        parts.pop()
+    return ", ".join([*parts, "…"])
+
+
+def rows_words(records, room, mark: bool = True) -> dict[int, str]:
     """Each run's words after its name (by run id), in `room(record)` characters where a
     form of them fits: runs of one title are said in the same form, the longest that fits
     all of them, and the same settings in the same order (the module docstring); where
     none fits, each row keeps what tells it apart (fitted). A run alone under its title
-    says what is notable about it."""
+    says what is notable about it. `mark`: where a row of a title is cut with `…`, every
+    row of it that leaves out words says `…` too (marked)."""
     by_title: dict[str, list] = {}
     for record in records:
         by_title.setdefault(record.title, []).append(record)
@@ -270,5 +282,12 @@ def rows_words(records, room) -> dict[int, str]:
             words = {r.id: ", ".join(p for p in pieces[r.id] if p) for r in group}
             if all(len(words[r.id]) <= room(r) for r in group):
                 break
-        said.update(told_apart(group, rows, order, pieces, room))
+        words = told_apart(group, rows, order, pieces, room)
+        if mark and any(w.endswith("…") for w in words.values()):
+            # beside a row cut with `…`, a row the shorter form left words out of says so
+            # too: `#2 simplenet-train  size 2, preset` (its shared `train` left out) read as
+            # whole under `#1 simplenet-train  size default, …` (the tenth walk)
+            full = rows_words(group, lambda record: 10 ** 6, mark=False)
+            words = {r.id: marked(words[r.id], full[r.id], room(r)) for r in group}
+        said.update(words)
     return said
