@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.keys import key_to_character
+from textual.widgets._select import SelectOverlay   # (Select's open list: no public name)
 
 #: the actions that move the focus, or the screen that has it (their namespace
 #: and parameters aside): tab and shift+tab, escape out of a field, a list opened (its open
@@ -89,6 +90,10 @@ class KeysInOrder:
     _settled: events.Key | None = None
     #: whether a key was handed to the focused widget since the keys last settled
     _handed_on: bool = False
+    #: whether that key was an Enter picking in an open list: the keys after it wait till
+    #: the pick has landed and the list closed (`Enter t` in one read: the t searched the
+    #: open list, which then picked the item it searched to, and t never showed Telemetry)
+    _picking: bool = False
 
     async def on_event(self, event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
@@ -110,6 +115,7 @@ class KeysInOrder:
                 self.call_later(self._hand_on_held)   # queued behind the focus move's own callbacks
                 return
             self._handed_on = True
+            self._picking = self._picking or (event.key == "enter" and isinstance(self.focused, SelectOverlay))
             if self._acts_at_once(event.key) and self._shows_elsewhere(event.key):
                 await super().on_event(event)
                 self._held = []                      # the keys after it: where the view puts the focus
@@ -157,9 +163,10 @@ class KeysInOrder:
 
     def _waits_its_turn(self, key: events.Key) -> bool:
         """Whether the key must wait till the keys handed on before it have landed: an app
-        key (it acts when read), or one that moves the focus (a backspace read before a Tab
-        acted on the field the Tab moved to: `4 0 BSpace Tab 8 8` left 40 and 8)."""
-        if self._acts_at_once(key.key):
+        key (it acts when read), one that moves the focus (a backspace read before a Tab
+        acted on the field the Tab moved to: `4 0 BSpace Tab 8 8` left 40 and 8), or any key
+        after an Enter that picks in an open list (_picking)."""
+        if self._acts_at_once(key.key) or self._picking:
             return True
         focused = self.focused
         return (self._may_move_focus(key.key)
@@ -186,7 +193,7 @@ class KeysInOrder:
             if rounds < MAX_ROUNDS and any(map(keys_at_work, nodes)):
                 self._settle(rounds + 1)
             else:
-                self._handed_on = False
+                self._handed_on = self._picking = False
                 self._settled = self._held[0] if self._held else None
                 await self._hand_on_held()
 
