@@ -19,7 +19,7 @@ from couplescope.core import request
 from couplescope.frontends.cli.parser import build_parser, options_from
 from couplescope.frontends.tui.runs import RunRecord
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
+from test_tui_fourth_walk_run import stopped_before_its_first_step, stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
@@ -90,12 +90,7 @@ def test_every_top_line_a_run_says_fits_80_columns_with_the_longest_names():
 async def test_a_stop_before_the_first_step_says_so_on_one_line_and_watch_does_not_repeat_it(held):
     app = replay_app("preset-train")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, lambda: app.runs and app.runs[1].current, "the first round named its variant")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
-        app.redraw_views()
-        await pilot.pause()
+        await stopped_before_its_first_step(pilot)
         status = app.main.query_one("#status")
         top = str(status.render())
         assert top == "#1 simplenet-train stopped by you (s): nothing measured; r runs again", top

@@ -175,15 +175,22 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         assert cells.count("no steps") == 3 and "no calls" not in cells, cells   # direct, and the unstarted two
 
 
+async def stopped_before_its_first_step(pilot) -> None:
+    """The replayed training preset (held at its first step) started with r, stopped with s
+    once its first round named its variant, its run ended and the views redrawn."""
+    app = pilot.app
+    await pilot.press("r")
+    await until(pilot, lambda: app.runs and app.runs[1].current, "the first round named its variant")
+    await pilot.press("s")
+    await until(pilot, lambda: app.active is None, "the stopped run ended")
+    app.redraw_views()
+    await pilot.pause()
+
+
 async def test_a_run_in_rounds_stopped_before_its_first_step_says_so_in_watch(held):
     app = replay_app("preset-train")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("r")
-        await until(pilot, lambda: app.runs and app.runs[1].current, "the first round named its variant")
-        await pilot.press("s")
-        await until(pilot, lambda: app.active is None, "the stopped run ended")
-        app.redraw_views()
-        await pilot.pause()
+        await stopped_before_its_first_step(pilot)
         said = "#1 simplenet-train stopped by you (s) before its first step: nothing measured"
         stats = " ".join(text(app, "#stats").split())
         assert stats.startswith(said), stats   # it read "bridge-python-host STOPPED no checks yet"
