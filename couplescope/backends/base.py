@@ -96,6 +96,13 @@ class Coupling:
     #: process: a library host's driver), or None; the profiled window is skipped saying so
     not_profiled: str | None = None
 
+    def keep_for_probe(self):
+        """What a training step changes that the operator probe's dispatch mode cannot see
+        written (a CUDA graph's replay, a C++ optimizer's step count), kept before the probe:
+        returns the function that puts it back after it, or None (everything a step writes
+        goes through the dispatcher). couplescope.worker.operator_probe."""
+        return None
+
     def close(self) -> None:
         pass
 

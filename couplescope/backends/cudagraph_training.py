@@ -113,6 +113,23 @@ class CudaGraphTraining(Coupling):
                 g["graph"].replay()
             self._losses.append(g["loss"].detach().clone())
 
+    def keep_for_probe(self):
+        """A replay writes the weights, their gradients and the optimizer's state inside
+        the graph, unseen by the dispatcher: they are copied, and copied back in place (the
+        graph holds their addresses)."""
+        torch = self.torch
+        kept = [p for p in self.module.parameters()]
+        kept += [p.grad for p in self.module.parameters() if p.grad is not None]
+        for state in self.optimizer.state.values():
+            kept += [v for v in state.values() if isinstance(v, torch.Tensor)]
+        copies = [t.detach().clone() for t in kept]
+
+        def put_back():
+            with torch.no_grad():
+                for tensor, copy in zip(kept, copies):
+                    tensor.copy_(copy)
+        return put_back
+
     def take_losses(self) -> float:
         losses, self._losses = self._losses, []
         return sum(float(v) for v in losses) / len(losses) if losses else float("nan")

@@ -14,7 +14,8 @@ microseconds per operator with shapes and memory on the build machines (StrideNe
 N = 128, about 84 000 operators per iteration, took 14 s and 1.4 GB to write one
 iteration's trace; at N = 512, 1.3 million operators, it would be minutes and many GB).
 So before the window, one unrecorded probe iteration counts the operators an iteration
-dispatches (a TorchDispatchMode that stops at the budget, so the probe stays short);
+dispatches (a TorchDispatchMode that stops at the budget, so the probe stays short; a
+training step's effects on the model are undone: couplescope.worker.operator_probe);
 the window is shortened to fit the budget, or skipped with a diagnostic when a single
 iteration exceeds it. The budget (--profile-max-ops, the spec's profile_max_ops: 10 000
 operators over the recorded iterations by default) keeps a trace to a few seconds.
@@ -34,6 +35,7 @@ from time import perf_counter
 
 from couplescope.protocol.contract import TRACE_DIR_ENV, TRACE_SUFFIXES
 from couplescope.worker.measure import measure
+from couplescope.worker.operator_probe import count_operators
 
 DEFAULT_MAX_OPS = 10_000
 
@@ -75,43 +77,6 @@ def trace_files(directory: str) -> list[str]:
     except OSError:
         return []
     return [os.path.join(directory, n) for n in names if n.endswith(TRACE_SUFFIXES)]
-
-
-class _OverBudget(Exception):
-    pass
-
-
-def count_operators(prepared, limit: int) -> int | None:
-    """Operators one iteration dispatches, counted up to limit + 1 (then the probe stops).
-
-    Runs one unrecorded, unreported iteration under a TorchDispatchMode; it sees the ops
-    TorchScript runs too. None when the probe itself could not run (then no budget applies).
-    """
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Counter(TorchDispatchMode):
-        count = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.count += 1
-            if self.count > limit:
-                raise _OverBudget()
-            return func(*args, **(kwargs or {}))
-
-    counter = Counter()
-    prepared.poison_outputs()
-    prepared.clock.reset()
-    try:
-        with counter:
-            prepared.coupling.call()
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception:
-        if counter.count <= limit:   # the model failed on its own: no estimate
-            return None
-    finally:
-        prepared.clock.reset()
-    return counter.count
 
 
 def _profiler(spec, trace_dir: str, name: str, warmup: int, active: int, errors: list):

@@ -59,6 +59,7 @@
 #include <torch/optim.h>
 
 #include <memory>
+#include <sstream>
 
 namespace couplescope_native {
 
@@ -137,6 +138,26 @@ class TrainHost {
     profiling_ = false;
     return py::make_tuple(whole, phase[0], phase[1], phase[2], phase[3], phase[4], phase[5],
                           phase[6], phase[7], error, take_loss());
+  }
+
+  // The optimizer's state, serialized in memory, and put back: the profiler's operator
+  // probe (couplescope/worker/operator_probe.py) undoes its step with them, since Adam's
+  // step count is a C++ integer that no dispatch mode sees written.
+  py::bytes optimizer_state() {
+    if (!optimizer_) throw std::runtime_error("native training host: optimizer_state() before load()");
+    std::ostringstream out;
+    torch::serialize::OutputArchive archive;
+    optimizer_->save(archive);
+    archive.save_to(out);
+    return py::bytes(out.str());
+  }
+
+  void set_optimizer_state(const std::string& state) {
+    if (!optimizer_) throw std::runtime_error("native training host: set_optimizer_state() before load()");
+    std::istringstream in(state);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in, device_);
+    optimizer_->load(archive);
   }
 
   // The step's loss for a batch (run_batch calls this after every step).
@@ -441,6 +462,8 @@ void register_train(py::module_& m) {
       .def("call", &TrainHost::call)
       .def("call_batch", &run_batch<TrainHost>)
       .def("parameters", &TrainHost::parameters)
+      .def("optimizer_state", &TrainHost::optimizer_state)
+      .def("set_optimizer_state", &TrainHost::set_optimizer_state)
       .def("save", &TrainHost::save);
 }
 

@@ -63,6 +63,12 @@ class NativeTraining(Coupling):
             self.output_error = error
         return whole + loading
 
+    def keep_for_probe(self):
+        """libtorch's optimizer keeps Adam's step count as a C++ integer, which the
+        operator probe's dispatch mode cannot see written: its state is kept whole."""
+        state = self.host.optimizer_state()
+        return lambda: self.host.set_optimizer_state(state)
+
     def take_losses(self) -> float:
         losses, self._losses = self._losses, []
         return sum(losses) / len(losses) if losses else float("nan")
