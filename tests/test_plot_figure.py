@@ -12,7 +12,7 @@ import pytest
 from matplotlib.transforms import Bbox
 
 from couplescope.export import plot_panels, plots
-from couplescope.results import sweeps
+from couplescope.results import labels, sweeps
 from test_plots_compare import document
 
 
@@ -287,3 +287,20 @@ def test_a_training_run_gets_a_loss_panel_on_a_log_axis():
     assert any(line.get_marker() == "x" for line in ax.get_lines())
     untrained = plots.figure([document("two-backends")])
     assert not any(a.get_title().startswith("loss per training step") for a in untrained.axes)
+
+
+def test_runs_at_other_sizes_are_not_joined_into_one_sweep_line():
+    """A series is one run's variant, as the app's compare draws it: a run at sizes 8 and 16
+    and another at 32 are two runs, not one sweep (a line through 8, 16, 32 joined them);
+    the lines are named with their run."""
+    whole = document("sweep")
+
+    def part(source, sizes):
+        keep = [v for v in whole["variants"] if labels.size_of(v) in sizes]
+        return {**whole, "variants": keep, "source": source}
+
+    small, large = part("/runs/small", (8, 16)), part("/runs/large", (32,))
+    fig = drawn([small, large])
+    sweep_ax = next(ax for ax in fig.axes if "median per call vs size" in ax.get_title())
+    lines = {line.get_label(): list(line.get_xdata()) for line in sweep_ax.get_lines()}
+    assert lines == {"small: deep-linear-bridge-eager": [8, 16], "small: deep-linear-torchscript": [8, 16]}

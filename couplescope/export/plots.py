@@ -1,7 +1,7 @@
 """Pictures of saved runs: `couplescope --plot RUN ... --output FILE` and --export's summary.png.
 
-One figure, read top to bottom: when the runs hold a sweep, median against size per
-series with its 25-75th percentile band; the distribution of every variant's timed calls
+One figure, read top to bottom: when a run holds a sweep, median against size per
+series (one run's variant, as the app's compare draws it) with its 25-75th percentile band; the distribution of every variant's timed calls
 (box plots); then each variant's calls in order with the phases stacked. The title says
 what all variants share (model, backend, host, device, threads, torch version) and each
 label what sets a variant apart (couplescope.results.labels).
@@ -92,25 +92,22 @@ def _with_what_sets_it_apart(name: str, variant: dict, own: dict[str, str]) -> s
 
 
 def _series(items: list[Entry]) -> list[list[int]]:
-    """The sweeps among the variants, one series per run where two runs hold the same
-    sweep (`--plot base new` of a sweep)."""
+    """The sweeps among the variants: a series is one run's variant at several sizes (as
+    the app's compare draws them); runs are never joined."""
     return sweeps.series([e.variant for e in items], [e.environment for e in items], [e.run for e in items])
 
 
 def _sweep_lines(items: list[Entry], groups: list[list[int]]) -> list[dict]:
-    """One line per series, named as its variants are (less the size); series of the same
-    name say what sets them apart: their run (two runs of one sweep), else what differs
-    (two runs' sweeps on two torch versions)."""
+    """One line per series, named as its variants are (less the size), after its run when
+    the plot holds several runs; series of one name in one run say what else sets them apart."""
     firsts = [labels.describe(items[g[0]].variant, items[g[0]].environment) for g in groups]
     _, distinct = labels.split_common(firsts)
+    several_runs = len({e.run for e in items}) > 1
     names = [sweeps.series_name([items[i].variant for i in group]) for group in groups]
-    runs = [{items[i].run for i in group} for group in groups]
+    names = [f"{items[g[0]].run}: {n}" if several_runs else n for g, n in zip(groups, names)]
     lines = []
-    for group, name, own, run in zip(groups, names, distinct, runs):
-        twins = [r for n, r in zip(names, runs) if n == name]
-        if len(twins) > 1 and len(run) == 1 and sum(r == run for r in twins) == 1:
-            name = f"{next(iter(run))}: {name}"
-        elif len(twins) > 1 and labels.text(own, skip=("size",)):
+    for group, name, own in zip(groups, names, distinct):
+        if names.count(name) > 1 and labels.text(own, skip=("size",)):
             name = f"{name} · {labels.text(own, skip=('size',))}"
         bands = [sweeps.band(items[i].times) for i in group]
         lines.append({"label": name, "color": items[group[0]].color,

@@ -42,25 +42,17 @@ def series(variants: list[dict], environments: list[dict] | None = None,
            runs: list | None = None) -> list[list[int]]:
     """Indices of `variants` grouped into series (first-seen order), each sorted by size;
     only series with at least two sizes. `environments[i]` is variant i's run environment;
-    `runs[i]` names its run: where two runs hold the same sweep, each run's variants make
-    a series of their own (one line through both runs' points had two at every size)."""
+    `runs[i]` names its run: a series is one run's variant, as the app's compare draws it
+    (couplescope.frontends.tui.compare_sweep): runs at other sizes are not joined into one
+    line (a run's size-1 point joined to another run's size-2 point was no sweep)."""
     groups: dict[tuple, list[int]] = {}
     for i, v in enumerate(variants):
         if size_of(v) is None:
             continue
         env = environments[i] if environments else None
-        groups.setdefault(series_key(v, env), []).append(i)
-    parts = []
-    for members in groups.values():
-        sizes = [size_of(variants[i]) for i in members]
-        if runs is None or len(set(sizes)) == len(sizes):
-            parts.append(members)
-            continue
-        by_run: dict = {}
-        for i in members:
-            by_run.setdefault(runs[i], []).append(i)
-        parts += by_run.values()
-    return [sorted(members, key=lambda i: size_of(variants[i])) for members in parts
+        run = runs[i] if runs is not None else None
+        groups.setdefault((run, series_key(v, env)), []).append(i)
+    return [sorted(members, key=lambda i: size_of(variants[i])) for members in groups.values()
             if len({size_of(variants[i]) for i in members}) > 1]
 
 
