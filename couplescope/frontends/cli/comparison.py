@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.cli.colors import GREEN, RED, YELLOW
+from couplescope.frontends.cli.fit_table import fit
 from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.results import sweeps
 from couplescope.results.builder import verdict_word
@@ -14,13 +15,14 @@ from couplescope.results.paired import half_width, range_only, unpaired
 
 
 def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None = None,
-                     not_judged: dict | None = None) -> str:
+                     not_judged: dict | None = None, width: int | None = None) -> str:
     """The closing table; a sweep (variants at more than one size) is grouped by size,
     each group ranked against its own fastest variant (couplescope.results.sweeps); a
     compile column when a variant compiled its model (aoti, the bridge's torch.compile):
     its one-off cost beside the per-call figures. `not_judged`: the training variants whose
     learning task was not judged (too few steps), by name, the worker's words: their
-    checks say `not judged` where PASSED read as "it learned", and a line says why."""
+    checks say `not judged` where PASSED read as "it learned", and a line says why.
+    `width`: a terminal's, which the table is made to fit (couplescope.frontends.cli.fit_table)."""
     not_judged = not_judged or {}
     compiled = any(r.get("compile_status") for r in rows)
     training = bool(rows) and all(r.get("task") == "train" for r in rows)
@@ -43,7 +45,10 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
                     if training else [fmt.seconds(r["forward"]), fmt.seconds(r["overhead"])]),
                   *([fmt.compile_cell(r.get("compile_status"), r.get("compile_seconds"))] if compiled else []),
                   checks_cell(r, not_judged)] for r in group]
+    headers, body, fitted = fit(headers, body, width)
     text = fmt.with_headings(fmt.table(headers, body, right=set(range(1, len(headers) - 1))), headings)
+    if fitted:
+        text += "\n" + fitted
     for word, color in (("PASSED", GREEN), ("FAILED", RED), ("ERROR", RED), ("STOPPED", YELLOW),
                         (NOT_JUDGED, YELLOW)):
         text = text.replace(word, paint(word, color))

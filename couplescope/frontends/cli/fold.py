@@ -5,7 +5,7 @@ first command printed 30 such lines at 80 columns: the comparison's legend, the 
 trace and telemetry lines). On a terminal, a sentence longer than the terminal is folded
 between words instead, its following lines indented two spaces. Tables are left alone (a
 line with two spaces in a row past its indent is a table's row: folding it would break its
-columns), and so is output that goes to a file or a pipe: there each line stays whole, for
+columns; the comparison table is fitted before it is printed, fit_table.py), and so is output that goes to a file or a pipe: there each line stays whole, for
 grep.
 """
 

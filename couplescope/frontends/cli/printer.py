@@ -408,7 +408,7 @@ class HeadlessPrinter(Listener):
             sizes = {name: size_of({"spec": v.spec, "model": v.model}) for name, v in builder.variants.items()}
             not_judged = {name: v.summary["training"]["final_check"]["message"]
                           for name, v in builder.variants.items() if v.learning_not_judged()}
-            self.print(comparison_table(rows, self._paint, sizes, not_judged))
+            self.print(comparison_table(rows, self._paint, sizes, not_judged, terminal_width(self.out)))
             from couplescope.results.phase_pairs import host_comparison
 
             by_host = host_comparison(rows, builder.variants)
