@@ -52,10 +52,20 @@ SHOWS_ELSEWHERE = frozenset({"show_view", "compare", "help"})
 MAX_ROUNDS = 32
 
 
+#: the events a focus move sends (to the widget, then up its ancestors): they set what is
+#: shown, the tab above all (a pane's DescendantFocus posts TabPane.Focused, on which
+#: TabbedContent shows that pane)
+FOCUS_EVENTS = (events.Focus, events.Blur, events.DescendantFocus, events.DescendantBlur)
+
+
 def keys_at_work(node) -> bool:
-    """Whether the node's queue holds a key or a message a widget posted (they bubble; the
-    timers', callbacks' and refreshes' do not, or are Textual's own: messages.Update)."""
-    return any(isinstance(message, events.Key)
+    """Whether the node's queue holds a key, a focus move's event (FOCUS_EVENTS) or a message a
+    widget posted (they bubble; the timers', callbacks' and refreshes' do not, or are
+    Textual's own: messages.Update). The focus's events count: an Enter picking in an open
+    list puts the focus back on its field, and a `t` read with it, handed on before the
+    field's Focus had reached the Pick pane, showed Telemetry, which the pane's TabPane.Focused
+    then replaced with Pick (`Down Enter t` in one read)."""
+    return any(isinstance(message, (events.Key, *FOCUS_EVENTS))
                or (message is not None and message.bubble and not isinstance(message, events.Event)
                    and not type(message).__module__.startswith("textual.messages"))
                for message in list(node._message_queue.values))   # (textual._queue.Queue's deque)

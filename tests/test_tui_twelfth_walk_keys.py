@@ -1,0 +1,64 @@
+"""What a twelfth look at the eleventh walk's keys found (issue 30, at 80x24): keys that a
+terminal delivers in one read, as its bytes come through the parser Textual's driver reads them
+with, and posted to the real app together (as the driver's input thread posts them).
+
+- `Down Enter t` in the model's open list picked cgdrag and showed Telemetry, then Pick again:
+  the pick put the focus back on the list's field, and the focus's own messages (Focus, then
+  DescendantFocus bubbling to the Pick pane, whose TabPane.Focused sets the tab shown) arrived
+  after the t had shown Telemetry. Pilot's earlier test waited for Telemetry and saw it, for
+  the moment it lasted.
+- `Escape Tab` in one read reached the app as shift+tab (Textual's table reads ESC TAB so),
+  `Escape Enter` as enter, `Escape Space` as space: the escape was lost."""
+
+from __future__ import annotations
+
+import pytest
+from test_tui_keys import active
+from test_tui_replay import until
+from textual.drivers import linux_driver
+from textual.widgets import Select
+
+from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.fields import EndingList
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def terminal_read(app, data: str) -> list[str]:
+    """The bytes of one terminal read through the parser the app's terminal driver reads with
+    (its ESCAPE_DELAY's end stood for by the read's end), the keys posted to the app at once,
+    none handled yet, as the driver's input thread posts them; the keys' names."""
+    parser = linux_driver.XTermParser()
+    keys = [*parser.feed(data), *parser.feed("")]
+    for key in keys:
+        app.post_message(key)
+    return [key.key for key in keys]
+
+
+def queues_quiet(widget) -> bool:
+    """Whether the widget and every ancestor have nothing queued: what the keys set going,
+    the focus's messages up to the tabs included, has all landed."""
+    return not any(node._message_queue.qsize() for node in widget.ancestors_with_self)
+
+
+async def opened(pilot, field_id: str):
+    """The field focused and its list opened with enter: (the field, its list)."""
+    app = pilot.app
+    field = app.main.query_one(f"#{field_id}", Select)
+    field.focus()
+    await until(pilot, lambda: app.focused is field, f"the {field_id} field focused")
+    await pilot.press("enter")
+    shown = field.query_one(EndingList)
+    await until(pilot, lambda: app.focused is shown and shown.highlighted is not None, "the list open")
+    return field, shown
+
+
+async def test_down_enter_t_in_one_read_on_the_model_list_picks_the_next_model_and_stays_on_telemetry():
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        field, shown = await opened(pilot, "model")
+        wanted = shown.get_option_at_index(shown.highlighted + 1).prompt
+        assert terminal_read(app, "\x1b[B\rt") == ["down", "enter", "t"]
+        await until(pilot, lambda: field.value == str(wanted) and app._held is None
+                    and not field.expanded and queues_quiet(field), "the pick and the t landed")
+        assert active(app) == "telemetry", (active(app), field.value)
