@@ -62,3 +62,49 @@ async def test_down_enter_t_in_one_read_on_the_model_list_picks_the_next_model_a
         await until(pilot, lambda: field.value == str(wanted) and app._held is None
                     and not field.expanded and queues_quiet(field), "the pick and the t landed")
         assert active(app) == "telemetry", (active(app), field.value)
+
+
+#: escape, then a key: the key's bytes after the ESC, and its name
+AFTER_ESCAPE = {"tab": "\t", "enter": "\r", "space": " ", "1": "1", "backspace": "\x7f",
+                "ctrl+h": "\x08", "r": "r", "down": "\x1b[B", "shift+tab": "\x1b[Z"}
+
+
+def where(app) -> tuple:
+    """The view shown, the focused widget, the size field's text, the runs."""
+    focused = app.focused
+    return (active(app), getattr(focused, "id", None) or type(focused).__name__,
+            app.main.query_one("#size").value, len(app.runs))
+
+
+async def settled(pilot, *keys_of_a_read: str) -> None:
+    """Each read through the terminal's parser, the next once the keys before it (and what
+    they set going) have landed."""
+    app = pilot.app
+    for data in keys_of_a_read:
+        terminal_read(app, data)
+        await until(pilot, lambda: app._held is None and not app._message_queue.qsize()
+                    and queues_quiet(app.focused or app.screen), f"{data!r} landed")
+
+
+async def test_escape_and_a_key_in_one_read_act_as_escape_then_the_key():
+    """Each key after an escape, from the size field: the same where the two came in one read
+    as where they came one at a time (one app for all: each starts it anew, 3 s a key)."""
+    app = CoupleScopeApp(load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        size = app.main.query_one("#size")
+
+        async def from_the_size_field(*reads: str) -> tuple:
+            size.value = "12"
+            size.focus()
+            await until(pilot, lambda: app.focused is size and active(app) == "pick", "in the size field")
+            await settled(pilot, *reads)
+            return where(app)
+
+        differ = {}
+        for key, after in AFTER_ESCAPE.items():
+            apart = await from_the_size_field("\x1b", after)
+            assert apart[1] != "size", apart                 # escape left the field
+            together = await from_the_size_field("\x1b" + after)
+            if together != apart:
+                differ[key] = (together, apart)
+        assert not differ, differ

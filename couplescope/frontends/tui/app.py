@@ -24,6 +24,7 @@ from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.compare_key import CompareKey
 from couplescope.frontends.tui.endings import SignalEndings
+from couplescope.frontends.tui.escape_apart import read_escape_apart
 from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.form import PickForm
@@ -106,6 +107,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
     def __init__(self, options: RunOptions | None = None, load_catalogue: bool = True,
                  recording=None) -> None:
         super().__init__()
+        read_escape_apart()   # escape and a key read with it: two keys (escape_apart.py)
         #: the registered views' classes, in tab order (read when an app is made, so a test
         #: that pins the registry gets an app with those views only)
         self.view_types = view_classes()
