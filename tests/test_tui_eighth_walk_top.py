@@ -165,8 +165,8 @@ async def test_the_top_line_follows_a_stop_as_its_workers_end(stopped_in_round_o
         await pilot.press("s")
         await until(pilot, lambda: str(status.render()) == "stopping #1 simplenet-train ...", "stopping")
         stopped_in_round_one[0].set()
-        await until(pilot, lambda: "1 variant stopped" in str(status.render()), "direct stopped")
-        assert str(status.render()) == "stopping #1 simplenet-train: 1 variant stopped, 1 still ending ..."
+        await until(pilot, lambda: "1 of 4 stopped" in str(status.render()), "direct stopped")
+        assert str(status.render()) == "stopping #1 simplenet-train: 1 of 4 stopped, 1 still ending, 2 not started ..."
         stopped_in_round_one[1].set()
         await until(pilot, lambda: all(v.status != "running" for v in record.builder.variants.values()),
                     "every worker ended")

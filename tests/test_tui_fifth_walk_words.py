@@ -57,7 +57,7 @@ async def test_ctrl_c_during_a_run_says_stopping_till_the_app_closes(stopped_in_
     # direct: interrupted", Watch saying "running"
     # (the eighth walk: the stop as far as it has gone between them, never the run's progress)
     assert shown == ["stopping #1 simplenet-train (ctrl+c) ...",
-                     "stopping #1 simplenet-train (ctrl+c): 1 variant stopped, 1 still ending ...",
+                     "stopping run #1 (ctrl+c): 1 of 4 stopped, 1 still ending, 2 not started ...",
                      "#1 simplenet-train stopped (ctrl+c): keeping what it measured ...",
                      "saving 1 run(s) not exported, then closing ..."], shown
     assert stats[0].startswith("direct stopping"), stats

@@ -151,7 +151,7 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         await pilot.pause()
         # (the eighth walk: the stop as far as it has gone, each variant stopped counted)
         assert shown == ["stopping #1 simplenet-train ...",
-                         "stopping #1 simplenet-train: 1 variant stopped, 1 still ending ..."], shown
+                         "stopping #1 simplenet-train: 1 of 4 stopped, 1 still ending, 2 not started ..."], shown
         # 10: the variant shown measured nothing, and says so
         stats = " ".join(text(app, "#stats").split())
         assert stats.startswith("direct STOPPED nothing measured"), stats

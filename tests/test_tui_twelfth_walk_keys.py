@@ -8,13 +8,24 @@ with, and posted to the real app together (as the driver's input thread posts th
   after the t had shown Telemetry. Pilot's earlier test waited for Telemetry and saw it, for
   the moment it lasted.
 - `Escape Tab` in one read reached the app as shift+tab (Textual's table reads ESC TAB so),
-  `Escape Enter` as enter, `Escape Space` as space: the escape was lost."""
+  `Escape Enter` as enter, `Escape Space` as space: the escape was lost.
+
+And the endings: a stop's words counted the variants whose workers had started only (`2
+variants stopped, 3 still ending` in a run of 6), and while ctrl+c stopped the run and saved
+before closing, the footer offered `c compare ? help q quit`. Those are played runs (recorded
+events, the later workers' words arriving after the stop, as a real worker's do)."""
 
 from __future__ import annotations
 
+import re
+import signal
+
 import pytest
+from test_tui_fourth_walk_form import footer_keys
+from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
 from test_tui_keys import active
-from test_tui_replay import until
+from test_tui_replay import replay_app, until
+from textual import events
 from textual.drivers import linux_driver
 from textual.widgets import Select
 
@@ -108,3 +119,58 @@ async def test_escape_and_a_key_in_one_read_act_as_escape_then_the_key():
             if together != apart:
                 differ[key] = (together, apart)
         assert not differ, differ
+
+
+# -- the endings: every variant counted, a footer that offers what acts ----------------------------
+
+def stop_by(app, how: str) -> None:
+    """Stop the run going as `how` does: s, ctrl+c, or SIGTERM (what the loop's handler calls)."""
+    if how == "SIGTERM":
+        app.end_on_signal(signal.SIGTERM)
+    else:
+        app.post_message(events.Key(how, None))
+
+
+COUNTED = re.compile(r"(\d+) (?:of (?:its )?\d+ )?(?:variants? )?(?:stopped|still ending|ending|not started)\b")
+
+
+@pytest.mark.parametrize("how", ["s", "ctrl+c", "SIGTERM"])
+async def test_a_stop_counts_every_variant_of_the_run_those_not_started_too(how, stopped_in_round_one, tmp_path):
+    """The training preset's 4 variants, stopped in round one as its second variant's worker
+    starts: the two later variants' workers never start, and the words count them."""
+    app = replay_app("preset-train")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
+        record, shown = app.runs[1], top_lines(app)
+        stop_by(app, how)
+        await until(pilot, lambda: record.stopping, "stopping")
+        stopped_in_round_one[0].set()   # direct's last words: interrupted
+        await until(pilot, lambda: any("stopped," in line for line in shown), "a variant stopped")
+        counted = [line for line in shown if "stopped," in line]
+        assert all(sum(map(int, COUNTED.findall(line))) == len(record.specs) == 4 for line in counted), counted
+        assert all(len(line) <= 80 for line in counted), counted
+        stopped_in_round_one[1].set()
+        await until(pilot, lambda: record.done.is_set() or app._exit, "the run ended")
+
+
+async def test_while_ctrl_c_stops_the_run_and_closes_the_footer_offers_no_key_that_would_not_act(
+        stopped_in_round_one, tmp_path):
+    app = replay_app("preset-train")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: app.runs and app.runs[1].current == "direct", "direct's turn")
+        await until(pilot, lambda: "c" in footer_keys(app), "c offered while the run goes")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app.runs[1].stopping, "stopping")
+        await until(pilot, lambda: not {"c", "?", "q", "e", "s", "r"} & set(footer_keys(app)),
+                    f"the footer offering none of r s e c ? q: {sorted(footer_keys(app))}")
+        for key in ("c", "question_mark", "q"):
+            await pilot.press(key)
+        await pilot.pause()
+        assert len(app.screen_stack) == 1, app.screen_stack   # no compare, help or quit question
+        for gate in stopped_in_round_one:
+            gate.set()
+        await until(pilot, lambda: app._exit, "the app closing")

@@ -23,7 +23,7 @@ from textual.widgets import TabbedContent, Tabs
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui import messages as m
 from couplescope.frontends.tui.compare_key import CompareKey
-from couplescope.frontends.tui.endings import SignalEndings
+from couplescope.frontends.tui.endings import CLOSED_KEYS, SignalEndings
 from couplescope.frontends.tui.escape_apart import read_escape_apart
 from couplescope.frontends.tui.export_key import ExportKey
 from couplescope.frontends.tui.footer import SteadyFooter
@@ -245,9 +245,12 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
     def check_action(self, action: str, parameters) -> bool | None:
         """r where it runs, s where it stops, c where it compares, e where it exports; the other one's why_not
         says why not. While the quit question is asked, its answers only, and ctrl+c
-        (QuitKey.asking); while the help shows, its keys (help.py)."""
+        (QuitKey.asking); while the help shows, its keys (help.py); while the app closes
+        (ctrl+c, a signal, q's yes), none of r s e c ? q (endings.py: CLOSED_KEYS)."""
         if self.asking():
             return action in ("quit", "interrupt")
+        if self.closing() and action in CLOSED_KEYS:
+            return False
         if isinstance(self.screen, HelpScreen) and action in OFF_IN_HELP:
             return False   # the help's own keys answer (help.py: the app's close it, then act)
         going = self.active is not None

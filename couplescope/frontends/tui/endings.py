@@ -45,8 +45,20 @@ def saved_lines(name: str, path: str, missing: list[str] = ()) -> list[str]:
             *(closing_lines(f"(no room for {', '.join(missing)})") if missing else [])]
 
 
+#: the app's keys the footer offers, none of which acts while the app closes: the run is
+#: being stopped and every run saved, a compare, help or the quit question opened then is
+#: closed at once, and q or e do what the closing does (the eleventh walk: the footer offered
+#: `c compare ? help q quit` for the 15 s ctrl+c took to save and close)
+CLOSED_KEYS = frozenset({"run", "stop", "why_not", "export", "compare", "help", "quit"})
+
+
 class SignalEndings:
     """The app's endings by signal (see the module docstring)."""
+
+    def closing(self) -> bool:
+        """Whether the app is closing: ctrl+c or a signal (its runs saved first), or q's
+        yes stopping the run going; the top line says what it does till it has closed."""
+        return self._ending is not None or self._quitting
 
     def end_on_signal(self, signum: int) -> None:
         """SIGTERM (a batch time limit, kill) or SIGHUP (the terminal closed): stop the run
@@ -57,6 +69,7 @@ class SignalEndings:
         self._ending = signum
         self.exit_code = exit_code(signal=signum)
         self.back_to_the_views()
+        self.refresh_bindings()   # the footer offers none of the keys closing stops (CLOSED_KEYS)
         if self.active is not None:
             self.begin_stop(signal_name(signum))   # its RunEnded finishes the job
         else:
@@ -84,6 +97,7 @@ class SignalEndings:
         offering e and r) all that time."""
         unsaved = sum(1 for r in self.runs.values() if not r.export_path and r.measured())
         self.back_to_the_views()
+        self.refresh_bindings()
         self.set_status(f"saving {unsaved} run(s) not exported, then closing ..." if unsaved else "closing ...")
         self.call_after_refresh(self._save_and_exit)   # the line drawn before the copies block
 

@@ -209,12 +209,14 @@ class RunRecord:
         if not ended:
             return self.untitled(f"stopping {self.name}{how} ...")
         if len(ended) < len(started):
-            # counted among the variants whose workers started, not "1 of 3" of a run of 6
-            # (the tenth walk: the count read as the run's, which the stop's end gave as 6)
-            done = f"{len(ended)} variant{'s' if len(ended) > 1 else ''} stopped"
-            ending = len(started) - len(ended)
-            return self.untitled(f"stopping {self.name}{how}: {done}, {ending} still ending ...",
-                                 f"stopping {self.name}{how}: {done} ...")
+            # every variant of the run counted: those whose workers never started too (a
+            # variant's worker starts at its first round; the eleventh walk's ctrl+c in round
+            # one of 6 read `2 variants stopped, 3 still ending`, the sixth not started)
+            total, ending, waiting = len(self.specs), len(started) - len(ended), len(self.specs) - len(started)
+            rest = f", {waiting} not started" if waiting > 0 else ""
+            return self.untitled(
+                f"stopping {self.name}{how}: {len(ended)} of its {total} variants stopped, {ending} still ending{rest} ...",
+                f"stopping {self.name}{how}: {len(ended)} of {total} stopped, {ending} still ending{rest} ...")
         kept = "keeping what it measured" if self.measured() else "nothing measured"
         return self.untitled(f"{self.name} {self.stopped_words()}: {kept}; closing the run ...",
                              f"{self.name} stopped ({self.stopping}): {kept}; closing the run ...",
