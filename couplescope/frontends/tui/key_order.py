@@ -28,7 +28,9 @@ the order read (they were put back before it: `s t r e a m` into the name field 
 Textual as one key, alt+r: a terminal sends alt+r as those very bytes (ESC r), and Textual
 waits ESCAPE_DELAY for more only when the ESC comes alone. The app binds no alt key, so
 alt+letter is taken as what the bytes most often mean: escape, then the letter (in a field
-that takes words, alt+r typed `r` into it, and on the compare screen alt+t did nothing).
+that takes words, alt+r typed `r` into it, and on the compare screen alt+t did nothing). From a
+terminal the app's parser already reads ESC and any key apart (escape_apart.py: ESC TAB was
+shift+tab); this keeps alt+letter from another driver apart too.
 """
 
 from __future__ import annotations
