@@ -174,3 +174,13 @@ async def test_while_ctrl_c_stops_the_run_and_closes_the_footer_offers_no_key_th
         for gate in stopped_in_round_one:
             gate.set()
         await until(pilot, lambda: app._exit, "the app closing")
+
+
+def test_the_linux_driver_still_builds_its_parser_by_the_name_the_app_replaces():
+    """escape_apart.read_escape_apart gives the Linux driver module's name XTermParser the app's
+    parser; that works only while the driver builds its parser by that name, at run time. A
+    Textual that builds it otherwise would silently read ESC TAB as shift+tab again: fail here."""
+    import inspect
+
+    source = inspect.getsource(linux_driver.LinuxDriver)
+    assert re.search(r"\bXTermParser\(", source), "LinuxDriver no longer calls XTermParser(...)"
