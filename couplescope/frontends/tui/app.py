@@ -34,7 +34,7 @@ from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_words, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.top_line import HINTS, StatusLine, TopLine  # noqa: F401 (HINTS: tests)
+from couplescope.frontends.tui.top_line import HINTS, WHY_NOT, StatusLine, TopLine  # noqa: F401 (HINTS: tests)
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch
@@ -280,7 +280,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             record = self._start(self.recording.request() if self.recording
                                  else self.main.query_one(PickForm).build())
         except UsageError as exc:
-            self.say_why_not(f"cannot run: {exc}", severity="error", timeout=8)
+            # (too narrow for the reason: one row all the same, the Run line says it whole)
+            self.say_why_not((f"cannot run: {exc}", f"cannot run: {WHY_NOT.removeprefix('r will not run: ')}"),
+                             severity="error", timeout=8)
             self.note(f"cannot run: {exc}", "error")
             return
         while len(self.screen_stack) > 1:

@@ -63,6 +63,22 @@ def fitting(words: Words, width: int) -> str:
     return next((text for text in said if cell_len(text) <= width), said[-1])
 
 
+def with_r_refused(shown: list[str], refused: str) -> list[str]:
+    """An ended run's words (`shown`, its forms) while r will not run the form: each form
+    says why in place of "r runs again" (it promised a run r refused), then, too narrow for
+    the reason, the Run line pointed to (WHY_NOT), without the keys the footer offers, and
+    last without what came between the run's state and r (`run #1 finished: e exports, c
+    compares, r will not run: Pick's Run line (p) says why` took two rows at 80 columns,
+    the eleventh walk, and the form below lost its last row)."""
+    why, last = f"r will not run: {refused}", shown[-1]
+    said = [*(words.replace(RUNS_AGAIN, why) for words in shown)]
+    for keys, because in ((NEXT_KEYS, why), (NEXT_KEYS, WHY_NOT), (RUNS_AGAIN, WHY_NOT)):
+        said += [words.replace(keys, because) for words in shown if keys in words]
+    if RUNS_AGAIN in last and ": " in last:   # `run #12 stopped by you (ctrl+c): r will not run: ...`
+        said.append(f"{last.split(': ', 1)[0]}: {WHY_NOT}")
+    return said
+
+
 class StatusLine(Static):
     """The top line: the first of its words' forms that fits its width, chosen again when
     the terminal's width changes."""
@@ -217,13 +233,7 @@ class TopLine:
         shown = [said + after for said in forms(text) for after in wheres]
         refused = self._r_refused()
         if refused and self.active is None:
-            # an ended run's words promised "r runs again" when r said "cannot run: ..."
-            # (too narrow for both, the reason without the keys the footer offers, then the
-            # Run line pointed to)
-            why = f"r will not run: {refused}"
-            shown = [*(said.replace(RUNS_AGAIN, why) for said in shown),
-                     *(said.replace(NEXT_KEYS, why) for said in shown if NEXT_KEYS in said),
-                     shown[-1].replace(RUNS_AGAIN, WHY_NOT)]
+            shown = with_r_refused(shown, refused)
         try:
             status = self.main.query_one("#status", StatusLine)
         except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
