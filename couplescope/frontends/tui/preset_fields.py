@@ -17,6 +17,16 @@ from couplescope.frontends.tui.fields import BACKEND, offered
 from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
 
+#: fields the Run line says in words of its own (the variants' names and number)
+NAMED_APART = {BACKEND, "model", "name"}
+#: fields the Run line says in words of its own (the task, the rounds, a reload), or that
+#: change where things go, not what runs: named only over a preset's value
+SAID_ELSEWHERE = {"task", "export", "save_model", "baseline", "telemetry_hz",
+                  "memory_limit", "order_seed", "ftorch_dir", "forpy_source", "pytorch_fortran_dir", "fc",
+                  "rounds", "reload_every_call"}
+#: what the Run line counts (`300 timed steps + 10 warm-up`): named only over a preset's
+COUNTED = {"warmup", "iterations", "profile_iterations"}
+
 
 def model_blank(preset_values: dict | None) -> Blank:
     """What the model list says with no model picked: the preset's models run, or one must be picked."""
@@ -78,19 +88,47 @@ class PresetFields:
         words = heading(self.preset_values is not None, bool(self.query_one("#backends", CheckList).selected))
         self.query_one("#backends-heading", Label).update(Text(words))
 
+    def given_on_the_command_line(self, option):
+        """What the command line (the app's caller) gave `option`, as its field reads it
+        (None: nothing)."""
+        a = self.initial
+        if option.scope == declared.RUN:
+            return getattr(a, option.name, None)
+        if option.sweep:
+            return {"size": a.sizes, "host": a.hosts, BACKEND: a.backends}.get(option.name)
+        return a.overrides.get(option.name)
+
+    def holds_the_command_line_s(self, option, widget) -> bool:
+        """Whether the field holds what the command line gave (`--iterations 100`)."""
+        given = self.given_on_the_command_line(option)
+        if given is None:
+            return False
+        if option.name == BACKEND:
+            return sorted(widget.selected) == sorted(given)
+        try:
+            return fields.read(option, widget) == given
+        except UsageError:
+            return False
+
     def clear_what_the_preset_sets(self, values: dict) -> None:
         """A preset chosen in the form: the fields it sets show its values, not what was
         typed or ticked before it (iterations 200 and a ticked torchscript stayed, and
         read as the preset's). A field filled in afterwards overrides it, as an option does
-        on the command line; the fields it does not set keep what they hold."""
+        on the command line; the fields it does not set keep what they hold. What the
+        command line gave stays, as `--preset P --iterations 100` would run any preset P
+        (`--preset simplenet --iterations 100`, then simplenet-train picked: it ran 10 000
+        steps, the eleventh walk); the Run line names it (`iterations 100 in place of
+        10 000 (preset)`)."""
         for option in declared.OPTIONS:
             if not values.get(option.name) or not offered(option):
                 continue
+            widget = self.query_one("#backends" if option.name == BACKEND else f"#{option.name}")
+            if self.holds_the_command_line_s(option, widget):
+                continue
             if option.name == BACKEND:
                 with self.prevent(SelectionList.SelectedChanged):
-                    self.query_one("#backends", SelectionList).deselect_all()
+                    widget.deselect_all()
                 continue
-            widget = self.query_one(f"#{option.name}")
             with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
                 if isinstance(widget, Select):
                     widget.clear()
@@ -100,21 +138,26 @@ class PresetFields:
                     widget.value = ""
 
     def overridden(self) -> list[str]:
-        """The preset's settings a field overrides, in words for the Run line: `iterations
-        50 in place of 10 000 (preset)` (the field no longer shows the preset's value)."""
-        if not self.preset_values:
-            return []
+        """The fields filled in that change what runs, in words for the Run line, size
+        first: the preset's settings a field overrides (`iterations 50 in place of 10 000
+        (preset)`: the field no longer shows the preset's value), and the settings no
+        other words of the line say (`size 2`: typed, the line said the iterations alone,
+        the tenth and eleventh walks)."""
         words = []
-        for option in declared.OPTIONS:
-            if (option.name in (BACKEND, "model", "name") or not self.preset_values.get(option.name)
-                    or not offered(option)):
+        for option in sorted(declared.OPTIONS, key=lambda o: o.name != "size"):
+            if option.name in NAMED_APART or not offered(option):
                 continue
+            by_the_preset = bool((self.preset_values or {}).get(option.name))
+            if option.name in SAID_ELSEWHERE | COUNTED and not by_the_preset:
+                continue   # the line says them itself
             widget = self.query_one(f"#{option.name}")
             try:
                 value = fields.read(option, widget)
             except UsageError:
                 continue
-            if value is not None:
-                shown = widget.value if isinstance(widget, (Input, Select)) else "on"
-                words.append(f"{option.short_label} {shown} in place of {self.blank(option).words}")
+            if value is None:
+                continue
+            shown = widget.value if isinstance(widget, (Input, Select)) else "on"
+            words.append(f"{option.short_label} {shown}"
+                         + (f" in place of {self.blank(option).words}" if by_the_preset else ""))
         return words

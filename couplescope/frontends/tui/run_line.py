@@ -41,8 +41,9 @@ def run_line(specs, ticked=(), preset_backends=None, overridden=(), rounds=None)
     the profiled calls included), the model loaded in every call when it is, and the
     `rounds` the user set (given only then: the line stays short at 80 columns); `ticked` (the backends ticked) with `preset_backends` (a
     preset's, None without one) adds what runs every variant (backends_words);
-    `overridden`: the preset's settings a field overrides, in words (`iterations 50 in
-    place of 10 000 (preset)`)."""
+    `overridden`: the fields filled in that change what runs and no other words of the
+    line say, size first (`size 2; iterations 50 in place of 10 000 (preset)`:
+    PresetFields.overridden)."""
     tasks = [t for t in options.TASKS if any(s.task == t for s in specs)]
     what = " and ".join(TASK_WORDS.get(t, t) for t in tasks)
     calls = "steps" if tasks == ["train"] else "calls"
