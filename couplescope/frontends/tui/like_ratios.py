@@ -12,6 +12,7 @@ sizes differ, the table shows each one's (`sizes_differ`).
 
 from __future__ import annotations
 
+from couplescope.frontends import formatting as fmt
 from couplescope.results.labels import size_of
 
 
@@ -47,9 +48,10 @@ def sizes_differ(names: list[str], variants: dict) -> bool:
 
 
 def size_cell(variant) -> str:
-    """A variant's size, as the size column shows it ("" when it reported none)."""
+    """A variant's size, as the size column shows it ("" when it reported none), its
+    digits grouped as Pick and History write it (`1 024`: it read `1024` here)."""
     size = like_key(variant)[1] if variant is not None else None
-    return "" if size is None else str(size)
+    return "" if size is None else fmt.thousands(size) if isinstance(size, int) else str(size)
 
 
 def like_lines(rows: list[dict], alone: set[str], box: dict) -> list[str]:

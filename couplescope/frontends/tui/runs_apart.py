@@ -9,7 +9,7 @@ size read the same before (the third walk-through), as every run of one model on
 
 The settings that tell the runs of a title apart come first, in one order on every row:
 the most telling first (the one that tells apart the most pairs of runs nothing before it
-told apart: `iterations 10`, `1 000`, `300`, then `size 1,2` beside `size default`, before
+told apart: `iterations 10`, `1 000`, `300`, then `size 1,2` beside `size 1`, before
 a `warm-up` or the backends that tell one run from the three others), the task and
 backends among them when they differ (`torchscript` beside `preset`), else after them. A
 setting no variant of a run reads (`bridge runs` on a torchscript run) is not said. A row that does not fit
@@ -55,9 +55,13 @@ def backends(record) -> list[str]:
     return list(dict.fromkeys(s.backend for s in record.specs))
 
 
+#: a size left to the model, in Pick's words (`1 (model's own)`), where no variant has said it yet
+MODEL_S_OWN = "model's own"
+
+
 def _value_words(option, value) -> str:
     if value is None:
-        return "default"
+        return MODEL_S_OWN if option.name == "size" else "default"
     text = value_words(option, value)
     if os.sep in text:   # a path (a compiler, a library's folder): its last part
         return os.path.basename(text.rstrip(os.sep)) or text
@@ -75,14 +79,25 @@ def _reads(option, spec) -> bool:
         return True
 
 
-def settings(record) -> dict[str, str]:
+def _spec_value(record, spec, name: str, ran: bool):
+    """The spec's value of option `name`; a size left to the model, the size its variant
+    said it ran at (`ran`: History said `size default` where Pick said `1 (model's own)`
+    and compare `1`, the tenth and eleventh walks)."""
+    value = getattr(spec, name, None)
+    if value is None and name == "size" and ran and getattr(record, "builder", None) is not None:
+        variant = record.builder.variants.get(spec.label)
+        value = (variant.model or {}).get("size") if variant is not None else None
+    return value
+
+
+def settings(record, ran: bool = True) -> dict[str, str]:
     """Every setting of the run, by option, as its value in words (`8,16`: its variants'
     values), in the options' order, the spec's then the run's; "" for one no variant of
-    the run reads (NOT_READ)."""
+    the run reads (NOT_READ). `ran`: a size left to the model as it ran (_spec_value)."""
     values = {}
     for option in options.SPEC_OPTIONS:
         if option.name not in NAMED:
-            each = dict.fromkeys(_value_words(option, getattr(s, option.name, None))
+            each = dict.fromkeys(_value_words(option, _spec_value(record, s, option.name, ran))
                                  for s in record.specs if _reads(option, s))
             values[option.name] = ",".join(each)
     for name in MEASURING:
@@ -187,8 +202,8 @@ def notable(record) -> list[str]:
     base = _baseline(record)
     if base is None:
         return []
-    mine = settings(record)
-    names = [n for n, v in mine.items() if v not in ("", "default") and base.get(n) and v != base[n]]
+    mine = settings(record, ran=False)   # as asked, as its baseline is
+    names = [n for n, v in mine.items() if v not in ("", "default", MODEL_S_OWN) and base.get(n) and v != base[n]]
     return sorted(names, key=lambda n: n != "size")
 
 
