@@ -93,15 +93,25 @@ def going(run_name: str, unsaved: list[str] = ()) -> str:
     """What quitting loses while a run goes: that run, and the runs not exported (`unsaved`:
     the question named the run going only, and quitting lost the others too). Its way out
     starts with escape: only the answers act while it asks (it said "s stops it", and s was
-    refused)."""
+    refused). Its last line: ctrl+c saves them and quits (KEEPS)."""
     text = (f"Run {escape(run_name)} is still going: quitting stops it, and what it measured "
             "is lost (escape, then s stops it and e exports what it measured).")
-    return f"{text}\n{not_exported(unsaved, ' too')}" if unsaved else text
+    if unsaved:
+        return f"{text}\n{not_exported(unsaved, ' too', keeps='them all')}"
+    return f"{text}\n{KEEPS.format('what it measured')}"
 
 
-def not_exported(names: list[str], too: str = "") -> str:
-    """What quitting loses when runs that measured something were not exported."""
+#: the quit question's last line: ctrl+c saves what q loses, and quits (endings.py), which
+#: the question did not say (the eleventh walk: it said "quitting loses them", and ctrl+c
+#: then saved five runs)
+KEEPS = "[b]ctrl+c[/] saves {} and quits (the terminal then says where)"
+
+
+def not_exported(names: list[str], too: str = "", keeps: str | None = None) -> str:
+    """What quitting loses when runs that measured something were not exported, and that
+    ctrl+c keeps them (`keeps`: the words for what it saves)."""
     runs = ", ".join(escape(n) for n in names)
     one = len(names) == 1
-    return (f"{'Run' if one else 'Runs'} {runs} {'is' if one else 'are'} not exported: quitting "
+    said = (f"{'Run' if one else 'Runs'} {runs} {'is' if one else 'are'} not exported: quitting "
             f"loses {'it' if one else 'them'}{too} (e exports the run highlighted in History, h).")
+    return f"{said}\n{KEEPS.format(keeps or ('it' if one else 'them'))}"
