@@ -34,7 +34,7 @@ from couplescope.frontends.tui.listener import AppListener
 from couplescope.frontends.tui.notes import build_words, ending_notes, notes_for
 from couplescope.frontends.tui.quit_screen import QuitKey
 from couplescope.frontends.tui.runs import RunRecord
-from couplescope.frontends.tui.top_line import HINTS, WHY_NOT, StatusLine, TopLine  # noqa: F401 (HINTS: tests)
+from couplescope.frontends.tui.top_line import HINTS, WHY_NOT, StatusLine, TopLine, first_words  # noqa: F401 (HINTS: tests)
 from couplescope.frontends.tui.views import view_classes
 from couplescope.frontends.tui.views.base import AppView
 from couplescope.protocol import scratch
@@ -143,11 +143,11 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         self._followers: dict[str, list[AppView]] = {}
         self._views: list[AppView] = []           # made in compose
         self._focus_in: dict[str, object] = {}    # view id -> the widget focused when it was left
-        self._status = HINTS[False]               # what the top line says (top_line.py)
+        self._status = first_words(self.options, recording)   # what the top line says (top_line.py)
 
     # -- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield StatusLine(HINTS[False], id="status")
+        yield StatusLine(self._status, id="status")
         self._views = [view() for view in self.view_types]
         with TabbedContent(initial=self.view_types[0].tab_id(), id="tabs"):
             yield from self._views

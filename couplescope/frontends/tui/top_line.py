@@ -43,6 +43,15 @@ NO_RUN_WORDS = {True: "no run yet: r runs what Pick (p) shows",
                 False: "no run yet: pick a model or a preset in Pick (p), then press r"}
 
 
+def first_words(options, recording=None) -> str:
+    """The top line's first words, before the form has said whether it runs (FormChanged):
+    what the command line gave (a --preset start read `pick a model or a preset` for 5-10 s
+    under load while the form showed the preset, the tenth walk)."""
+    if recording is not None:
+        return REPLAY_HINT
+    return HINTS[bool(options is not None and (options.preset or options.model))]
+
+
 def no_run_words(runnable: bool, reason: str | None) -> str:
     """Watch's and History's words before the first run (NO_RUN_WORDS), or r's reason."""
     if runnable or not reason or reason.startswith(NOTHING_PICKED):
