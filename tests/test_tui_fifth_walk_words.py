@@ -143,7 +143,8 @@ async def test_the_run_line_counts_the_profiled_calls_that_watch_counts():
         stats = " ".join(text(app, "#stats").split())
     # it said "12 timed calls + 1 warm-up each", and Watch then counted 15
     assert "15/15 calls = 12 timed + 1 warm-up + 2 profiled" in stats, stats
-    assert "12 timed calls + 1 warm-up + 2 profiled each:" in run_line, run_line
+    # (then what the fields filled in change: `(bridge runs eager)`, the twelfth walk's 3d)
+    assert "12 timed calls + 1 warm-up + 2 profiled each (bridge runs eager):" in run_line, run_line
 
 
 def test_the_run_line_says_a_model_loaded_in_every_call_and_the_rounds_set():
