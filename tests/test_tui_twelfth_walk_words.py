@@ -151,6 +151,8 @@ async def test_the_run_line_names_a_size_typed_for_a_model():
         app.main.query_one("#size", Input).value = "1,2"
         await until(pilot, lambda: "(size 1,2)" in preview(app), preview(app))
         assert built("--model", "simplenet", "--size", "1,2").specs[0].size == 1
+        app.main.query_one("#size", Input).value = "2048"   # grouped, as the size field's blank is
+        await until(pilot, lambda: "(size 2 048)" in preview(app), preview(app))
 
 
 # -- 4. one word for a size ---------------------------------------------------------------------------

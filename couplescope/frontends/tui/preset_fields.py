@@ -12,7 +12,7 @@ from textual.widgets import Checkbox, Input, Label, Select, SelectionList
 
 from couplescope.frontends.tui import fields
 from couplescope.frontends.tui.backends_list import CheckList, heading
-from couplescope.frontends.tui.blanks import Blank, blank_for
+from couplescope.frontends.tui.blanks import Blank, blank_for, value_words
 from couplescope.frontends.tui.fields import BACKEND, offered
 from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
@@ -55,6 +55,16 @@ def preset_values(preset: str | None) -> dict | None:
         return presets.values_by_option(preset)
     except UsageError:
         return {}
+
+
+def filled_words(option, value, widget) -> str:
+    """A field's value as the Run line names it: whole numbers grouped as everywhere else
+    (`size 1 024`, `iterations 10 000`: the size field's blank says `1 024 (model's own)`),
+    other values as typed, a flag `on`."""
+    numbers = value if isinstance(value, list) else [value]
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        return ",".join(value_words(option, n) for n in numbers)
+    return widget.value if isinstance(widget, (Input, Select)) else "on"
 
 
 class PresetFields:
@@ -157,7 +167,7 @@ class PresetFields:
                 continue
             if value is None:
                 continue
-            shown = widget.value if isinstance(widget, (Input, Select)) else "on"
+            shown = filled_words(option, value, widget)
             words.append(f"{option.short_label} {shown}"
                          + (f" in place of {self.blank(option).words}" if by_the_preset else ""))
         return words
