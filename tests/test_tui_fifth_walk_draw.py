@@ -81,7 +81,8 @@ async def test_history_s_run_column_uses_the_width_it_has_and_keeps_the_differen
                 assert "warm-up 1," in rows[0] + "," and "threads 4" in rows[2], rows
             else:   # cut at 80: as many settings as fit, each whole, the most telling first, in
                 # one order (issue 30's sixth walk: `warm-up 10, threads 2` above `size 8, threads 4`)
-                assert rows == ["  #1 simplenet  iterations 3,205, …", "  #2 simplenet  iterations 10 000, …",
+                # (`size 1`, the size the model ran at, fits where `size default` did not: the twelfth walk)
+                assert rows == ["  #1 simplenet  iterations 3,205, size 1, …", "  #2 simplenet  iterations 10 000, size 1, …",
                                 "  #3 simplenet  iterations 3, threads 4, …"], rows
 
 
