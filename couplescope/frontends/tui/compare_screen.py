@@ -28,12 +28,13 @@ from textual.widgets import DataTable, Static
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
 from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, loss_cell,
-                                                      paired_lines, ranking_lines, spaced, task_columns, title_lines,
-                                                      verdict_text)
+                                                      paired_lines, ranking_lines, slower_smaller, spaced, task_columns,
+                                                      title_lines, verdict_text)
 from couplescope.frontends.tui.compare_sweep import SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
-from couplescope.frontends.tui.like_ratios import like_lines, like_ratios, size_cell, sizes_differ
+from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_pairs, ratio_cell, size_cell,
+                                                     sizes_differ)
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.protocol.step_words import NOT_JUDGED
@@ -41,15 +42,6 @@ from couplescope.frontends.tui.watch_widgets import PlotLegend
 from couplescope.results.builder import verdict_word
 
 TASKS = ("infer", "train")
-
-
-def ratio_cell(row: dict, alone: set[str] = frozenset()) -> str:
-    """The ratio, or "cannot rank" where a run in rounds had too few undisturbed rounds, or
-    "alone" where a variant of a run in rounds is the only one measured at its size
-    (compare_table.alone_at_size: its 1.00x was to itself)."""
-    if row["name"] in alone:
-        return "alone"
-    return "cannot rank" if row.get("cannot_rank") else fmt.ratio(row["ratio"])
 
 
 class CompareScreen(SweepPlot, Screen):
@@ -145,6 +137,10 @@ class CompareScreen(SweepPlot, Screen):
         self.paired = len(compared) == 1 or len(measured) == 1
         if len(compared) > 1 and len(measured) == 1:
             self.builder = combined([r for r in compared if f"#{r.id}" in measured], out)
+        # each run in rounds' own pairs, as `c` on it alone gives them (like_ratios)
+        self.own = {} if self.paired else own_pairs(compared, out)
+        #: the variants with a box to draw (made a call), left out or not: only they are numbered
+        self.stepped = [n for n in self.all_names if n in {r["name"] for r in combined(compared, other).comparison()}]
         self.compiled = any(r.get("compile_status") for r in self.builder.comparison())
 
     def compared_runs(self) -> list:
@@ -249,7 +245,7 @@ class CompareScreen(SweepPlot, Screen):
         rows = {r["name"]: r for r in self.builder.comparison()}
         self.measured = len(rows)
         # like with like: a run in rounds' same-round pairs, else the fastest of its model and size
-        alike = like_ratios(list(rows.values()), self.builder.variants)
+        alike = like_ratios(list(rows.values()), self.builder.variants, self.own)
         self.alone = (alone_at_size(list(rows.values())) if self.paired else set()) | alike
         self.sized = sizes_differ(self.all_names, self.builder.variants)
         self.boxed = list(rows)   # the variants with a box, in the plot's order
@@ -266,10 +262,11 @@ class CompareScreen(SweepPlot, Screen):
         lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
         title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
-        notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone(compared, box))
+        notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone())
         if self.ranks():
             notes = ((paired_lines(list(rows.values()), box, self.app.size.width - 2) if self.paired else [])
-                     + like_lines([r for r in rows.values() if "baseline" not in r], alike, box) + notes)
+                     + like_lines([r for r in rows.values() if "baseline" not in r or r.get("pairs")], alike, box)
+                     + slower_smaller(list(rows.values()), box, self.app.size.width - 2) + notes)
         self.query_one("#compare-notes", Static).update(Text("\n".join(notes)))
         self.query_one("#compare-notes", Static).display = bool(notes)
         table.clear(columns=True)
@@ -287,10 +284,12 @@ class CompareScreen(SweepPlot, Screen):
         self.draw(list(rows.values()))
 
     def box_numbers(self, rows) -> dict[str, int]:
-        """Each boxed variant's number: its row's, kept while others are left out and put
-        back (box 2 became 1 when row 1 was left out: `cannot rank 1 vs 2` named another
-        pair); a row without a box (left out, no calls) leaves its number unused."""
-        return {name: self.all_names.index(name) + 1 for name in rows}
+        """Each boxed variant's number: its place among the variants that made a call, kept
+        while others are left out and put back (box 2 became 1 when row 1 was left out:
+        `cannot rank 1 vs 2` named another pair). A row that made no call has no number and
+        takes none (the eleventh walk: a stopped run's rows between read 4 then 9, and the
+        plot's rows 4 and 9 stood together)."""
+        return {name: self.stepped.index(name) + 1 for name in rows}
 
     def highlighted_name(self) -> str | None:
         """The variant the table highlights ("#run variant"), if any."""
@@ -325,16 +324,12 @@ class CompareScreen(SweepPlot, Screen):
         shows = table.styles.max_height.resolve(self.app.size, self.app.size) if table.styles.max_height else lines
         return self.app.size.width - (table.styles.scrollbar_size_vertical if lines > shows else 0)
 
-    def runs_alone(self, compared, box: dict) -> dict:
+    def runs_alone(self) -> dict:
         """Each compared run in rounds: its own rows (its same-round pairs, as `c` on it
-        alone compares them), named as this table names them."""
-        alone = {}
-        for record in compared:
-            if record.builder.rounds is None:
-                continue
-            alone[f"#{record.id}"] = [{**r, "name": f"#{record.id} {r['name']}",
-                                   "baseline": f"#{record.id} {r.get('baseline')}"}
-                                  for r in record.builder.comparison()]
+        alone compares them), by run ("#1")."""
+        alone: dict[str, list[dict]] = {}
+        for name, row in self.own.items():
+            alone.setdefault(name.split(" ", 1)[0], []).append(row)
         return alone
 
     def checks_cell(self, name: str, row: dict) -> Text:

@@ -1,0 +1,122 @@
+"""What the eleventh walk-through of the app by a new user found in the compare screen and
+Watch (issue 30, /work/eleventh-walk.md 3b, 3c, 2a, 2b, 2c): box numbers skipping past a
+stopped run's rows, one run's ratio shown two ways depending on what else was compared,
+the compare heading wrapped, Watch's scroll bar against its last column and its plot's
+legend changing words within one run.
+
+The app is the real one driven by Pilot at 80x24 over recorded real runs played back
+(tests/fixtures)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from couplescope.core import replay
+from test_tui_eighth_walk_compare import sweep_in_rounds
+from test_tui_replay import FIXTURES, replay_app, run_replay, until
+from test_tui_walkthrough import open_compare, table_rows
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def recorded(name: str, title: str) -> replay.Recording:
+    return replay.Recording(replay.read(os.path.join(FIXTURES, f"{name}.jsonl")), title)
+
+
+def notes_of(screen) -> list[str]:
+    return str(screen.query_one("#compare-notes").render()).splitlines()
+
+
+# -- 3c: a run's same-round ratios are the same whatever else is compared ------------------------------
+
+async def ratios_of(pilot) -> tuple[dict, list[str]]:
+    """The compare screen's ratio cells by variant, and the lines under the table."""
+    screen = await open_compare(pilot)
+    label = next(c for c in screen.columns() if c in ("ratio", "vs fastest"))
+    rows = dict(zip(screen.all_names, table_rows(screen)))
+    return {name: cells[screen.columns().index(label)] for name, cells in rows.items()}, notes_of(screen)
+
+
+async def test_a_run_s_same_round_ratios_alone_and_beside_another_run_are_equal():
+    """The walk's #1 (simplenet-train in rounds) read `3.18x` and `2.94x` alone, `3.15x` and
+    `3.29x` beside a run at another size (`ratios: of the medians`): here the recorded
+    simplenet sweep in rounds (sizes 1 and 2), alone, then beside cgdrag (nothing like it).
+    Each ratio is the same both times, marked `*` beside the other run's, and the line under
+    the table says what they are."""
+    app = replay_app("telemetry")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.recording = sweep_in_rounds()
+        await run_replay(pilot)
+        alone, _ = await ratios_of(pilot)
+        await pilot.press("escape")
+        app.recording = recorded("telemetry", "cgdrag")
+        await run_replay(pilot)
+        beside, notes = await ratios_of(pilot)
+        assert set(alone) < set(beside), (alone, beside)
+        assert {n: beside[n].rstrip("*") for n in alone} == alone, (alone, beside)
+        assert all(beside[n].endswith("*") for n in alone if beside[n].endswith("x")), beside
+        assert any(line.startswith("ratios*: from same-round pairs in one run, to ") for line in notes), notes
+        assert all(len(line) <= 78 for line in notes), notes
+
+
+def test_a_slower_median_with_a_smaller_ratio_is_said_why():
+    """`435.0 µs 3.18x` above `454.1 µs 2.94x`, nothing saying why: a same-round ratio is the
+    median of its rounds' ratios. The line names the two boxes, within 78 columns."""
+    from couplescope.frontends.tui.compare_table import slower_smaller
+
+    rows = [{"name": "a", "median": 1.0, "ratio": 1.0, "baseline": "a", "paired_rounds": None},
+            {"name": "b", "median": 4.350, "ratio": 3.18, "baseline": "a", "paired_rounds": 5},
+            {"name": "c", "median": 4.541, "ratio": 2.94, "baseline": "a", "paired_rounds": 5}]
+    lines = slower_smaller(rows, {"a": 1, "b": 2, "c": 3}, 78)
+    assert lines == ["box 3 is slower than box 2 but its ratio smaller",
+                     "(a ratio is the median of its rounds' ratios, not the medians')"], lines
+    rows[2]["ratio"] = 3.5
+    assert slower_smaller(rows, {"a": 1, "b": 2, "c": 3}, 78) == []
+
+
+# -- 3b: boxes numbered consecutively past a run that made no step -------------------------------------
+
+@pytest.fixture
+def hold(monkeypatch) -> dict:
+    """While `hold["on"]`, a played worker holds its events until stopped (a run stopped
+    before its first step); `hold["started"]` counts the workers started."""
+    from couplescope.core.replay import PlayedWorker
+
+    play = PlayedWorker.events
+    state = {"on": False, "started": 0}
+
+    def events(self):
+        state["started"] += 1
+        if state["on"]:
+            while not self._stopped:
+                threading.Event().wait(0.01)
+            return
+        yield from play(self)
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return state
+
+
+async def test_boxes_are_numbered_consecutively_past_a_run_stopped_before_its_first_step(hold):
+    """The walk: simplenet-train #1 and #3 beside #2, stopped with no steps: the rows read
+    4 then 9, and the plot's rows 4 and 9 stood together. The boxes are numbered 1 to 8,
+    the table and the plot agreeing."""
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.recording = recorded("preset-train", "simplenet-train")
+        await run_replay(pilot)
+        hold["on"], started = True, hold["started"]
+        await pilot.press("r")
+        await until(pilot, lambda: hold["started"] > started, "the held worker started")
+        await pilot.press("s")
+        await until(pilot, lambda: app.active is None, "the stopped run ended")
+        hold["on"] = False
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        rows = table_rows(screen)
+        numbers = [cells[0] for cells in rows if cells[0]]
+        assert len(rows) == 12 and numbers == [str(i) for i in range(1, 9)], rows
+        plot = str(screen.query_one("#box-rows").render()).splitlines()[1:9]
+        assert [row.split("│")[0].strip() for row in plot] == numbers, plot
