@@ -57,7 +57,9 @@ async def test_legend_widget_shortens_phases_only_when_it_must():
         legend.show(items)
         await pilot.pause()
         narrow = str(legend.render())
-        assert legend.content_size.width < 40 and "m_in" in narrow and narrow.count("\n") <= 1
+        # full names where they fit the legend's three lines (the eleventh walk: the wording
+        # changed within a run when it was chosen on the fewest lines)
+        assert legend.content_size.width < 40 and "━ marshal_in" in narrow and narrow.count("\n") <= 2
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert str(legend.render()) == "x warm-up ━ timed x profiled ━ marshal_in ━ forward ━ marshal_out"

@@ -120,3 +120,54 @@ async def test_boxes_are_numbered_consecutively_past_a_run_stopped_before_its_fi
         assert len(rows) == 12 and numbers == [str(i) for i in range(1, 9)], rows
         plot = str(screen.query_one("#box-rows").render()).splitlines()[1:9]
         assert [row.split("│")[0].strip() for row in plot] == numbers, plot
+
+
+# -- 2b: a blank column between Watch's table and its scroll bar ---------------------------------------
+
+async def test_watch_s_table_leaves_a_blank_column_before_its_scroll_bar():
+    """`67 timed   34.1 µs  0.0000E+00 PASSED▂`: the scroll bar against the check. At 80x24,
+    with more rows than the table shows (its scroll bar drawn), every row leaves the column
+    before the bar blank, its check whole."""
+    from couplescope.frontends.tui.iterations_table import IterationsTable
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("w")
+        table = app.main.query_one(IterationsTable)
+        await until(pilot, lambda: table.show_vertical_scrollbar and table.lines, "the table's scroll bar")
+        room = table.scrollable_content_region.width
+        rows = [strip.text.rstrip() for strip in table.lines]
+        assert all(row.endswith(("PASSED", "FAILED")) for row in rows[-5:]), rows[-5:]
+        assert max(len(row) for row in rows) <= room - 1, (room, rows[-3:])
+        assert table.region.right <= 80
+
+
+# -- 2c: the Watch legend keeps one wording through a run ----------------------------------------------
+
+#: the walk's resnet18 #1 legend, while it measured and once finished
+MEASURING = [("x warm-up ↑556.4 ms", "orange"), ("━ timed", "white"),
+             ("━ marshal_in", "cyan"), ("━ forward", "green"), ("━ marshal_out", "blue")]
+FINISHED = [("x warm-up", "orange"), ("━ timed", "white"), ("x profiled ↑975.5 ms", "red"),
+            ("━ marshal_in", "cyan"), ("━ forward", "green"), ("━ marshal_out", "blue")]
+
+
+async def test_watch_s_legend_says_the_full_phase_names_while_measuring_and_once_finished():
+    """`━ m_in`, `━ fwd` while resnet18 measured, `━ marshal_in`, `━ forward` once finished,
+    at 80 columns: the full names both times, in the legend's lines, never cut."""
+    from couplescope.frontends.tui.watch_widgets import PlotLegend
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("w")
+        legend = app.main.query_one(PlotLegend)
+        for items in (MEASURING, FINISHED):
+            legend.show(items)
+            await until(pilot, lambda: str(legend.render()).strip(), "the legend drawn")
+            shown = str(legend.render())
+            lines = shown.splitlines()
+            assert all(f"━ {name}" in shown for name in ("marshal_in", "forward", "marshal_out")), shown
+            assert legend.content_size.width < 40 and len(lines) <= 3, shown
+            assert all(len(line) <= legend.content_size.width for line in lines), shown
+            for text, _ in items:   # every entry whole on one line
+                assert any(text in line for line in lines), (text, shown)

@@ -14,8 +14,10 @@ from couplescope.frontends.tui.watch_widgets import KIND_SHORT, MAX_TABLE_ROWS, 
 #: a row of the iterations table: the call's number (CallNumbers, grouped as every number
 #: the app writes: `10 001`, where the status line read `10 010` beside `10001 timed`), its
 #: kind, time, error (a training step's loss) and check. A space before the number, however
-#: many digits it has: `│158348 timed` ran into the border.
-ROW_FORMAT = " {:>{digits}} {:<5} {:>9} {:>11} {}"
+#: many digits it has: `│158348 timed` ran into the border. The time's 8 columns hold the
+#: widest formatting.seconds writes (`12.30 ms`, `600.0 s`): the column they gave up lies
+#: between the check and the scroll bar (table_width).
+ROW_FORMAT = " {:>{digits}} {:<5} {:>8} {:>11} {}"
 #: the number's columns, at least: `999 999` (the table is as wide as its box holds with these)
 DIGITS = 7
 MAX_ROWS_PER_DRAW = 200
@@ -34,8 +36,9 @@ def table_header(training: bool = False, digits: int = DIGITS) -> str:
 
 
 def table_width(digits: int) -> int:
-    """The columns a row takes (its check is PASSED or FAILED), its scroll bar's included."""
-    return len(ROW_FORMAT.format("", "", "", "", "PASSED", digits=digits)) + 1
+    """The columns a row takes (its check is PASSED or FAILED), a blank column after it and
+    its scroll bar's (the bar against the check read `PASSED▂`: the eleventh walk)."""
+    return len(ROW_FORMAT.format("", "", "", "", "PASSED", digits=digits)) + 2
 
 
 TABLE_HEADER = table_header()

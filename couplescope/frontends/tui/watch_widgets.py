@@ -214,7 +214,7 @@ class TimePlot(RowTickedPlot):
 
 
 RICH_COLORS = {"orange": "dark_orange", "gray": "grey50"}
-#: the legend's short phase names, used only when the full ones need more lines
+#: the legend's short phase names, used only when the full ones do not fit its lines
 SHORT_PHASES = {"marshal_in": "m_in", "forward": "fwd", "marshal_out": "m_out", "zero_grad": "zero",
                 "backward": "bwd"}
 
@@ -248,25 +248,40 @@ LEGEND_LINES = 3
 
 
 def fitted_legend(items, width: int) -> list[list[tuple[str, str]]]:
-    """The legend's lines at `width`: the full phase names on one line, else the short
-    ones if they need fewer lines; and if they still need more than LEGEND_LINES, a mark
-    above the scale keeps its arrow without its value (`x warm-up ↑`), not a line cut off
-    (an MPI training variant's eight phases beside two values at 80 columns)."""
-    lines = legend_lines(items, width)
-    if len(lines) > 1:
-        short = legend_lines(items, width, short=True)
-        lines = short if len(short) < len(lines) else lines
+    """The legend's lines at `width`, in one wording for the whole of a variant: the full
+    phase names wherever they fit LEGEND_LINES lines beside every mark a variant may get
+    (warm-up, timed, profiled: short_names), else the short ones throughout. A wording
+    chosen on the entries of the moment changed within a run (`m_in`, `fwd` while it
+    measured, `marshal_in`, `forward` once finished: the eleventh walk). Where the marks'
+    values would need a line more, a mark above the scale keeps its arrow without its
+    value (`x warm-up ↑`), not a line cut off (an MPI training variant's eight phases)."""
+    short = short_names(items, width)
+    lines = legend_lines(items, width, short=short)
     if len(lines) > LEGEND_LINES:
-        bare = [(text.partition(" ↑")[0] + (" ↑" if " ↑" in text else ""), color) for text, color in items]
-        lines = legend_lines(bare, width, short=True)
+        lines = legend_lines(bare(items), width, short=short)
     return lines
 
 
-class PlotLegend(Static):
-    """The time plot's key, one coloured entry per series.
+def bare(items) -> list[tuple[str, str]]:
+    """The legend's entries without the values of the marks above the scale (`x warm-up ↑`)."""
+    return [(text.partition(" ↑")[0] + (" ↑" if " ↑" in text else ""), color) for text, color in items]
 
-    Full phase names when they fit on one line, otherwise the short ones (m_in, fwd,
-    m_out) if they need fewer lines: one line at 120 columns, two at 80.
+
+def short_names(items, width: int) -> bool:
+    """Whether the phases take their short names at `width`: only where the full ones do not
+    fit LEGEND_LINES lines beside every mark a variant may get, their values left out (so
+    the wording is the same from a variant's first call to its last)."""
+    marks = [f"x {KIND_LEGEND['warmup']} ↑", f"━ {KIND_LEGEND['timed']}", f"x {KIND_LEGEND['profiled']} ↑"]
+    phases = [(text, color) for text, color in items
+              if text.partition(" ")[2].partition(" ↑")[0] not in KIND_LEGEND.values()]
+    return len(legend_lines([(mark, "") for mark in marks] + phases, width)) > LEGEND_LINES
+
+
+class PlotLegend(Static):
+    """The time plot's key, one coloured entry per series, its lines broken between entries.
+
+    Full phase names where they fit its lines, otherwise the short ones (m_in, fwd, m_out):
+    one wording from a variant's first call to its last (fitted_legend).
     """
 
     def on_mount(self) -> None:
