@@ -171,3 +171,42 @@ async def test_watch_s_legend_says_the_full_phase_names_while_measuring_and_once
             assert all(len(line) <= legend.content_size.width for line in lines), shown
             for text, _ in items:   # every entry whole on one line
                 assert any(text in line for line in lines), (text, shown)
+
+
+# -- 2a: the compare heading fits its rows at 80 columns ------------------------------------------------
+
+async def test_the_compare_heading_at_80_columns_wraps_no_line():
+    """`not compared: #2 simplenet-train's training steps, other work; tab compares` /
+    `those`: the walk's heading took two rows. Here simplenet-train's recorded run, then an
+    inference run: each line of the heading on one row of the screen."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.recording = recorded("preset-train", "simplenet-train")
+        await run_replay(pilot)
+        app.recording = recorded("two-backends", "simplenet")
+        await run_replay(pilot)
+        screen = await open_compare(pilot)
+        title = screen.query_one("#compare-title")
+        lines = str(title.render()).splitlines()
+        assert lines[-1].startswith("not compared: #1 simplenet-train's training steps"), lines
+        assert lines[-1].endswith("tab compares those"), lines
+        assert title.region.height == len(lines) and all(len(line) <= title.content_size.width for line in lines), (
+            title.region, lines)
+
+
+@pytest.mark.parametrize("ids", [[12], [3, 12], [1, 2, 3, 12]])
+def test_the_left_out_runs_line_fits_78_columns_with_the_catalogue_s_longest_names(ids):
+    """The longest run titles of the catalogue (`deep-linear-cudagraph`, its presets'), two
+    digits of run number: the line fits the 78 columns compare gives it at 80, naming the
+    runs, or their numbers where the names would not fit, and saying what tab does."""
+    from types import SimpleNamespace
+
+    from couplescope.frontends.tui.compare_table import title_lines
+
+    others = [SimpleNamespace(id=i, title="deep-linear-cudagraph", name=f"#{i} deep-linear-cudagraph") for i in ids]
+    records = [SimpleNamespace(id=20, title="simplenet-train", name="#20 simplenet-train")]
+    for task in ("infer", "train"):
+        lines = title_lines(records, task, others, 78)
+        assert all(len(line) <= 78 for line in lines), lines
+        assert lines[-1].startswith("not compared: ") and lines[-1].endswith("tab compares those"), lines
+        assert all(f"#{i}" in lines[-1] for i in ids), lines

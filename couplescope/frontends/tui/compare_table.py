@@ -88,12 +88,21 @@ def title_lines(records, task: str, others, width: int, scrolls: bool = False) -
     if len(head) + 3 + len(lines[1]) <= width:
         lines = [f"{head}  {lines[1]}"]
     if others:
-        other = "infer" if task == "train" else "train"
-        lines.append(f"not compared: {runs_words(others, width // 3)}'s {TASK_WORDS[other]}, other work; "
-                     "tab compares those")
+        lines.append(left_out_line(others, "infer" if task == "train" else "train", width))
     if scrolls:
         lines.append("the table is wider than the screen: it scrolls sideways (the arrow keys)")
     return lines
+
+
+def left_out_line(others, other: str, width: int) -> str:
+    """The runs of the other task left out, in the longest form that fits `width` (the
+    eleventh walk: `... other work; tab compares` / `those` took two rows at 80 columns):
+    the runs' names, else their numbers; `other work` given up first."""
+    numbers = ", ".join(f"#{r.id}" for r in others)
+    forms = [f"not compared: {runs}'s {TASK_WORDS[other]}{tail}"
+             for runs in (runs_words(others, width // 3), numbers)
+             for tail in (", other work; tab compares those", "; tab compares those")]
+    return next((form for form in forms if len(form) <= width), forms[-1])
 
 
 def spaced(cell) -> Text:
