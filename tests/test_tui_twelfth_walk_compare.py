@@ -58,6 +58,7 @@ async def test_a_run_s_same_round_ratios_alone_and_beside_another_run_are_equal(
         assert set(alone) < set(beside), (alone, beside)
         assert {n: beside[n].rstrip("*") for n in alone} == alone, (alone, beside)
         assert all(beside[n].endswith("*") for n in alone if beside[n].endswith("x")), beside
+        assert app.screen.columns().count("ratio") == 1   # not `vs fastest`: to its run's box
         assert any(line.startswith("ratios*: from same-round pairs in one run, to ") for line in notes), notes
         assert all(len(line) <= 78 for line in notes), notes
 

@@ -105,6 +105,7 @@ class CompareScreen(SweepPlot, Screen):
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
         self.measured = 0                             # the variants compared that made calls
         self.alone: set[str] = set()                  # those with nothing like them (no ratio)
+        self.run_pairs = False                        # a run's same-round pairs among several runs
         self.sized = False                            # the variants' sizes differ: a size column
         self.boxed: list[str] = []                    # those variants, in the order of their boxes
         self._select_task()
@@ -220,8 +221,9 @@ class CompareScreen(SweepPlot, Screen):
         """`vs fastest` over the several runs' ratios of the medians (to the fastest of its
         model and size, like_ratios.py); `ratio` over one run's, which are to its baseline box from same-round pairs
         (the line under the table says to which): `vs fastest` stood over box 2's `1.00x`
-        at 10.9 µs beside box 1's 6.6 µs, each the baseline at its size."""
-        return "ratio" if self.paired else "vs fastest"
+        at 10.9 µs beside box 1's 6.6 µs, each the baseline at its size. `ratio` too where a
+        run's pairs (`*`) stand among them."""
+        return "ratio" if self.paired or self.run_pairs else "vs fastest"
 
     def ranks(self) -> bool:
         """Whether the table has two measured variants or more to compare (their ratio
@@ -246,6 +248,7 @@ class CompareScreen(SweepPlot, Screen):
         self.measured = len(rows)
         # like with like: a run in rounds' same-round pairs, else the fastest of its model and size
         alike = like_ratios(list(rows.values()), self.builder.variants, self.own)
+        self.run_pairs = any(r.get("pairs") for r in rows.values())   # (ratio_label)
         self.alone = (alone_at_size(list(rows.values())) if self.paired else set()) | alike
         self.sized = sizes_differ(self.all_names, self.builder.variants)
         self.boxed = list(rows)   # the variants with a box, in the plot's order
