@@ -71,13 +71,14 @@ def assert_on_their_rows(labels: list[tuple[int, float]], where) -> None:
 async def test_the_time_plots_y_labels_name_the_rows_they_sit_on_at_any_height():
     app = replay_app("preset-train")
     # 3 rows, then 10: plotext's 7 ticks fall between (the statistics take 5 lines at 80
-    # columns: the counts and `n=` on lines of their own for the whole run)
-    async with app.run_test(size=(80, 22)) as pilot:
+    # columns: the counts and `n=` on lines of their own for the whole run; the key's
+    # full phase names three: the eleventh walk)
+    async with app.run_test(size=(80, 23)) as pilot:
         await run_replay(pilot)
         plot = app.main.query_one("#plot")
         assert_on_their_rows(y_labels(plot), 21)
         await pilot.resize_terminal(80, 29)   # the rows are counted again
-        await until(pilot, lambda: plot.size.height == 8 + 7, ("the plot grown", plot.size))
+        await until(pilot, lambda: plot.size.height == 8 + 6, ("the plot grown", plot.size))
         assert_on_their_rows(y_labels(plot), 29)
 
 
