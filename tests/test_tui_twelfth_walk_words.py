@@ -221,3 +221,22 @@ async def test_the_top_line_agrees_with_a_form_given_on_the_command_line_from_th
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert status(app) == HINTS[given is not None], status(app)
+
+
+# -- a model picked over a preset's (the lead's twelfth look) ------------------------------------------
+
+async def test_a_model_picked_over_a_preset_s_is_named_on_the_run_line_and_in_the_run_s_name():
+    """`--tui --preset simplenet`, cgdrag picked in the model list: the Run line named no model
+    and the run was `#1 simplenet` (top line, History, export folder) while it ran cgdrag."""
+    app = CoupleScopeApp(RunOptions(preset="simplenet"), load_catalogue=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        model = app.main.query_one("#model", Select)
+        await until(pilot, lambda: any(value == "cgdrag" for _, value in model._options), "the model list")
+        model.value = "cgdrag"
+        await until(pilot, lambda: "model cgdrag" in preview(app), preview(app))
+        assert "(model cgdrag in place of simplenet (preset)): direct-torchscript," in preview(app), preview(app)
+        built = app.main.query_one("#form").build()
+        assert built.title == "simplenet-with-cgdrag" and {s.model for s in built.specs} == {"cgdrag"}
+        model.clear()   # back to `simplenet (preset)`: nothing in its place
+        await until(pilot, lambda: "model " not in preview(app), preview(app))
+        assert app.main.query_one("#form").build().title == "simplenet"

@@ -113,6 +113,10 @@ def build(asked: RunOptions) -> RunRequest:
     overrides = dict(asked.overrides)
     if asked.model:
         overrides["model"] = asked.model
+        if asked.preset and {v.get("model") for v in base} != {asked.model}:
+            # the preset's variants on another model: the run's name says so, wherever it is
+            # shown or written (`simplenet-with-cgdrag` ran cgdrag, not simplenet)
+            title = f"{title}-with-{os.path.basename(asked.model)}"
     sweep_backends = asked.backends or [None]
     sizes = asked.sizes or [None]
     hosts = asked.hosts or [None]

@@ -148,16 +148,19 @@ class PresetFields:
                     widget.value = ""
 
     def overridden(self) -> list[str]:
-        """The fields filled in that change what runs, in words for the Run line, size
-        first: the preset's settings a field overrides (`iterations 50 in place of 10 000
+        """The fields filled in that change what runs, in words for the Run line, a model
+        picked over a preset's first (`model cgdrag in place of simplenet (preset)`: the run
+        is the preset's, the line named no model, and ran cgdrag; the twelfth look), then the
+        size: the preset's settings a field overrides (`iterations 50 in place of 10 000
         (preset)`: the field no longer shows the preset's value), and the settings no
         other words of the line say (`size 2`: typed, the line said the iterations alone,
         the tenth and eleventh walks)."""
         words = []
-        for option in sorted(declared.OPTIONS, key=lambda o: o.name != "size"):
-            if option.name in NAMED_APART or not offered(option):
-                continue
+        for option in sorted(declared.OPTIONS, key=lambda o: (o.name != "model", o.name != "size")):
             by_the_preset = bool((self.preset_values or {}).get(option.name))
+            if not offered(option) or (option.name in NAMED_APART
+                                       and not (option.name == "model" and by_the_preset)):
+                continue   # (a model picked over a preset's: the line names no model else)
             if option.name in SAID_ELSEWHERE | COUNTED and not by_the_preset:
                 continue   # the line says them itself
             widget = self.query_one(f"#{option.name}")
