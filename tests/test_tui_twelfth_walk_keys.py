@@ -17,6 +17,7 @@ events, the later workers' words arriving after the stop, as a real worker's do)
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 
@@ -24,7 +25,7 @@ import pytest
 from test_tui_fourth_walk_form import footer_keys
 from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
 from test_tui_keys import active
-from test_tui_replay import replay_app, until
+from test_tui_replay import replay_app, run_replay, until
 from textual import events
 from textual.drivers import linux_driver
 from textual.widgets import Select
@@ -184,3 +185,22 @@ def test_the_linux_driver_still_builds_its_parser_by_the_name_the_app_replaces()
 
     source = inspect.getsource(linux_driver.LinuxDriver)
     assert re.search(r"\bXTermParser\(", source), "LinuxDriver no longer calls XTermParser(...)"
+
+
+async def test_a_hang_up_saves_a_run_whose_calls_the_blocked_app_had_not_drawn(tmp_path, monkeypatch):
+    """On a hang-up the app's loop may be blocked (its terminal gone) with the run's events
+    still queued: the app's own record had no calls, and the hang-up said `measured nothing:
+    not saved` of a run whose session and run directory had them (test_endings' hang-up
+    without SIGHUP, under load). The run is saved by what its session measured."""
+    from couplescope.results.builder import ResultsBuilder
+
+    monkeypatch.chdir(tmp_path)
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        record = app.runs[1]
+        assert record.measured() == 2 and record.session.builder is not None
+        record.builder = ResultsBuilder(record.title)   # its events queued, not yet drawn
+        app._export_unsaved(unfinished=True)
+        assert record.export_path and os.path.exists(os.path.join(record.export_path, "results.json")), app.farewell
+        assert not any("measured nothing" in line for line in app.farewell), app.farewell

@@ -141,7 +141,7 @@ class SignalEndings:
             record.export_done.wait(timeout=120)   # an export on its thread (e) finishes first
             if record.export_path or not (record.done.is_set() or unfinished):
                 continue
-            if not record.measured():
+            if not (record.measured_by_its_session() if unfinished else record.measured()):
                 empty.append(record.name)
                 continue
             try:

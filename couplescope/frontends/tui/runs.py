@@ -154,6 +154,16 @@ class RunRecord:
         """How many of its variants made a call (a stopped run's others never started)."""
         return sum(1 for v in self.builder.variants.values() if v.calls.count)
 
+    def measured_by_its_session(self) -> int:
+        """measured(), as the run's session has it: the app's builder is fed on the UI thread,
+        and on a hang-up the app's loop may be blocked (its terminal gone) with the calls'
+        events still queued, while the session's builder and the run directory the export
+        copies have them (a hang-up under load said `measured nothing: not saved`)."""
+        builder = getattr(self.session, "builder", None)
+        if builder is None:
+            return self.measured()
+        return max(self.measured(), sum(1 for v in list(builder.variants.values()) if v.calls.count))
+
     def variants_words(self) -> str:
         """The History view's variants: "4", or "1 of 4" when it ended before all made a call."""
         total = len(self.specs)
