@@ -185,3 +185,26 @@ async def test_a_view_s_redraw_timer_firing_while_the_app_takes_it_down_draws_no
         finally:
             watch._pruning = False
             watch._redraw_timer.stop()
+
+
+async def test_events_arriving_while_the_app_takes_a_view_down_are_not_handed_to_it():
+    """The same moment, for the events the app hands on: quitting during a run failed under
+    load with `No nodes match 'TimePlot' on WatchView` from Watch.follow (the calls' events
+    arriving between the plot's removal and the view's)."""
+    from couplescope.frontends.tui.messages import EventsArrived
+    from couplescope.frontends.tui.views.watch import WatchView
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        watch = app.screen.query_one(WatchView)
+        record = app.runs[1]
+        calls = [ev for ev in record.events if ev["event"] == "iteration" and ev["variant"] == watch._shown]
+        assert calls, watch._shown
+        await watch.query_one(TimePlot).remove()
+        watch._pruning = True
+        try:
+            app.on_events_arrived(EventsArrived(record.id, "iteration", calls[-1:]))
+        finally:
+            watch._pruning = False
+            watch._redraw_timer.stop()

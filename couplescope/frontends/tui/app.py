@@ -395,7 +395,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                 # a round's start is named by the Watch view when it shows that variant: rounds
                 # of a fast model come several a second, faster than the view redraws
         for view in self._followers.get(msg.kind, ()):
-            view.follow(record, msg.events)
+            if not view.taken_down:   # (quitting: its widgets may be gone already)
+                view.follow(record, msg.events)
 
     @m.while_shown
     def on_run_ended(self, msg: m.RunEnded) -> None:

@@ -57,10 +57,18 @@ class AppView(TabPane):
     def _timed_redraw(self) -> None:
         """The timer's redraw, skipped while the app takes the view down: Textual removes a
         view's widgets before the view, whose timer may fire between (quitting during a run:
-        `No nodes match 'TimePlot' on WatchView`, seen once under load). Textual says so
-        only in the private `_pruning`, which it sets on every node it is about to remove."""
-        if not getattr(self, "_pruning", False):
+        `No nodes match 'TimePlot' on WatchView`, seen once under load)."""
+        if not self.taken_down:
             self.redraw()
+
+    @property
+    def taken_down(self) -> bool:
+        """Whether the app is taking the view down: its widgets may be gone already, so
+        neither the timer's redraw nor the events the app hands on (follow: quitting during
+        a run, `No nodes match 'TimePlot' on WatchView` from Watch.follow, under load) may
+        look for them. Textual says so only in the private `_pruning`, which it sets on
+        every node it is about to remove."""
+        return bool(getattr(self, "_pruning", False))
 
     # -- hooks the app calls (UI thread) ------------------------------------------------
     def follow(self, record, events: list[dict]) -> None:
