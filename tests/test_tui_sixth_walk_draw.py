@@ -148,6 +148,7 @@ def test_a_name_too_long_keeps_the_start_that_tells_it_apart():
     assert shown == ["direct", "direct-pyt…", "bridge", "bridge-pyt…"], shown
     # docs/tui.md's example, with room for a whole word more
     assert cut_names([f"#3 {n}" for n in names], 17)[1] == "#3 direct-python…"
-    # a start every other name of its run has is not what is kept (the backend is)
+    # a start every other name of its run has is kept where the names stay apart (the twelfth
+    # walk 2b: `#1 …torchscript` read as a name without its start, issue 30)
     other = cut_names(["#1 simplenet-torchscript", "#1 simplenet-bridge-torchscript", *names], 17)
-    assert other[:2] == ["#1 …torchscript", "#1 …bridge…"], other
+    assert other[:2] == ["#1 simplenet-tor…", "#1 simplenet-bri…"], other

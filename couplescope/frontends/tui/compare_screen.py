@@ -33,8 +33,8 @@ from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alo
 from couplescope.frontends.tui.compare_sweep import SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
-from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_pairs, ratio_cell, size_cell,
-                                                     sizes_differ)
+from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_pairs, ratio_cell, row_size,
+                                                     size_cell, sizes_differ)
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.protocol.step_words import NOT_JUDGED
@@ -325,7 +325,8 @@ class CompareScreen(SweepPlot, Screen):
         for a scroll bar that was not there: a table that fitted said it scrolled sideways
         and cut names that fitted."""
         shows = table.styles.max_height.resolve(self.app.size, self.app.size) if table.styles.max_height else lines
-        return self.app.size.width - (table.styles.scrollbar_size_vertical if lines > shows else 0)
+        # and a blank column before the bar (the twelfth walk: `1 000▄`, as Watch's table)
+        return self.app.size.width - (table.styles.scrollbar_size_vertical + 1 if lines > shows else 0)
 
     def runs_alone(self) -> dict:
         """Each compared run in rounds: its own rows (its same-round pairs, as `c` on it
@@ -351,7 +352,7 @@ class CompareScreen(SweepPlot, Screen):
             r = rows.get(name)
             if r is None:
                 why = "left out" if name in self.left_out else f"no {UNIT_WORDS[self.compared_task]}s"
-                sized = [size_cell(self.builder.variants.get(name))] if self.sized else []
+                sized = [row_size(name, self.builder, self.records)] if self.sized else []
                 lines.append(("", Text(display, style="dim"), *sized, Text(why, style="dim"),
                               *[""] * (len(columns) - 3 - len(sized))))
                 continue

@@ -86,6 +86,19 @@ def size_cell(variant) -> str:
     return "" if size is None else fmt.thousands(size) if isinstance(size, int) else str(size)
 
 
+def row_size(name: str, builder, records) -> str:
+    """A compare row's size ("#run variant"), made calls or not: its variant's in `builder`,
+    else its run's (`records`) spec of it (the twelfth walk: `bridge-2  2  no steps` beside
+    `direct-1      no steps`, a variant stopped before its worker started having no spec)."""
+    tag, _, label = name.partition(" ")
+    record = next((r for r in records if f"#{r.id}" == tag), None)
+    variant = builder.variants.get(name) or (record.builder.variants.get(label) if record else None)
+    if variant is not None and variant.spec:
+        return size_cell(variant)
+    size = (record.spec_of(label) if record else {}).get("size")
+    return "" if size is None else fmt.thousands(size) if isinstance(size, int) else str(size)
+
+
 def like_lines(rows: list[dict], alone: set[str], box: dict) -> list[str]:
     """Under a several-run table: what its ratios are, and which boxes have none."""
     lines = []

@@ -7,6 +7,8 @@ words left out one ellipsis (`direct-python…`, `…bridge…`), or at its end,
 keeping its start (`direct-pyt…`). Which words stay is chosen by what tells the names
 apart, then a start that differs from the others' (kept, the name cut from its end:
 `direct…host` dropped "python", the word that says what it is), then by how much stays.
+Only a name too long is cut, keeping its start where its run's names stay apart so (the
+twelfth walk: `#1 …torchscript` lost its start for want of one column).
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ def choices(rest: str, lead: bool, room: int, others: list[set[str]],
         if len(text) <= room:
             whole = [w for w, k in zip(words, kept) if k]
             start = differs and bool(whole) and list(kept) == sorted(kept, reverse=True)   # its first words
-            score = (told_from(whole, others), bool(whole), start, True, -text.count("…"), sum(map(len, whole)),
-                     kept)
+            score = (told_from(whole, others), bool(whole), not lead and bool(kept[0]), start, True,
+                     -text.count("…"), sum(map(len, whole)), kept)
             found.append((score, text, whole, ""))
     at = 0
     for word, sep in zip(words, seps):
@@ -112,15 +114,21 @@ def choices(rest: str, lead: bool, room: int, others: list[set[str]],
             text = ("…" if lead else "") + rest[:end] + "…"
             if len(text) <= room:
                 whole = [w for w in words_of(rest[:at])[0] if w]
-                score = (told_from(whole, others, rest[at:end]), True, differs, False, -text.count("…"), end, ())
+                # a word kept to most of its length reads as whole (`simplenet-torchscri…`, not `simplenet…`)
+                most = 3 * (end - at) >= 2 * len(word)
+                score = (told_from(whole, others, rest[at:end]), True, not lead, differs, most, -text.count("…"),
+                         end, ())
                 found.append((score, text, whole, rest[at:end]))
         at += len(word)
     return sorted(found, key=lambda item: item[0], reverse=True)
 
 
 def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None) -> list[str]:
-    """Every name in `width` columns, told apart, cut between words: the start all of them
-    share after their run's "#2 " goes first (an ellipsis stands for it: the title names
+    """Every name in `width` columns, told apart, cut between words; a name that fits is
+    whole. A name too long keeps its start where every long name of its run is told apart
+    as well so (`#1 simplenet-torchscri…`, not `#1 …torchscript`); else, for each of that
+    run's long names, the start all of them
+    share after their run's "#2 " goes (an ellipsis stands for it: the title names
     the runs and their model), else the start that is its run's title (`titles`: "#2 " ->
     simplenet; "" for names without a tag: `simplen…chscript` lost what told it from the
     others' `direct`, `bridge` and kept what the title says); then each name longer than
@@ -132,19 +140,30 @@ def cut_names(names: list[str], width: int, titles: dict[str, str] | None = None
     tag is kept whole."""
     if all(len(n) <= width for n in names):
         return list(names)
-    tags, rests = zip(*map(run_tag, names))
-    shared = common_prefix(list(rests))
-    known = [known_start(rest, (titles or {}).get(tag), shared) for tag, rest in zip(tags, rests)]
-    rests = [rest[len(start):] for rest, start in zip(rests, known)]
-    long = [i for i, (tag, rest, start) in enumerate(zip(tags, rests, known))
-            if len(tag) + bool(start) + len(rest) > width]
+    tags, wholes = zip(*map(run_tag, names))
+    shared = common_prefix(list(wholes))
+    known = [known_start(rest, (titles or {}).get(tag), shared) for tag, rest in zip(tags, wholes)]
+    rests = [rest[len(start):] for rest, start in zip(wholes, known)]
+    long = [i for i, (tag, rest) in enumerate(zip(tags, wholes)) if len(tag) + len(rest) > width]
     words = [set(words_of(rest)[0]) for rest in rests]
-    shown = [tag + ("…" if start else "") + rest for tag, rest, start in zip(tags, rests, known)]
+    whole_words = [set(words_of(rest)[0]) for rest in wholes]
+    shown = list(names)   # a name that fits is shown whole (its start went while it had room: `#1 …torchscript`)
 
-    def ways(i: int, least: int = WORD_START) -> list[tuple[tuple, str, list[str], str]]:
-        # told from its run's other names: another run's are told from it by their tag
-        others = [w for j, w in enumerate(words) if j != i and tags[j] == tags[i]]
-        return choices(rests[i], bool(known[i]), width - len(tags[i]), others, least)
+    def ways(i: int, least: int = WORD_START, whole: bool | None = None) -> list[tuple[tuple, str, list[str], str]]:
+        # told from its run's other names: another run's are told from it by their tag; its
+        # start kept (`whole`) where its run's names are told apart as well so, the start the
+        # screen says left out else
+        mine = [j for j in range(len(names)) if j != i and tags[j] == tags[i]]
+        room = width - len(tags[i])
+        if whole if whole is not None else keeps_start[tags[i]]:
+            return choices(wholes[i], False, room, [whole_words[j] for j in mine], least)
+        return choices(rests[i], True, room, [words[j] for j in mine], least)
+
+    def told(i: int, whole: bool) -> int:   # how many names its best way tells it from (keeping its start)
+        return next((score[0] for score, *_ in ways(i, whole=whole) if score[2] or not whole), -1)
+
+    keeps_start = {tag: all(not known[i] or told(i, True) >= told(i, False) for i in long if tags[i] == tag)
+                   for tag in set(tags)}
 
     for i in long:
         shown[i] = tags[i] + next((text for _, text, _, _ in ways(i)), "")
