@@ -130,3 +130,36 @@ async def test_every_no_steps_row_of_a_stopped_sweep_says_its_size(held_at_first
         assert len(idle) >= 2 and len(idle) < len(rows), rows
         for name, cells in rows.items():
             assert cells[size] == name.rsplit("-", 1)[1], (name, cells)
+
+
+# -- 2e: a series another covers is named on a line of its own in the sweep's key ----------------------
+
+def test_a_covered_series_is_on_a_line_of_its_own_in_the_sweep_s_key():
+    """`━ #3 bridge-torchscript ━ #3 bridge-python (under #5 bridge-torchscript)`: which of
+    the two is under #5's line? The covered one has the line to itself."""
+    from couplescope.frontends.tui.compare_sweep import key_lines
+
+    items = [("━ #3 direct-torchscript (under #5 direct-torchscript)", "cyan"), ("━ #3 bridge-torchscript", "green"),
+             ("━ #3 bridge-python (under #5 bridge-torchscript)", "blue"), ("━ #5 direct-torchscript", "red"),
+             ("━ #5 bridge-torchscript", "cyan")]
+    lines = [[text for text, _ in line] for line in key_lines(items, 78)]
+    assert lines == [[items[0][0]], [items[1][0]], [items[2][0]], [items[3][0], items[4][0]]], lines
+
+
+async def test_the_six_run_sweep_key_names_each_covered_series_alone_on_its_line():
+    """The walk's shape: simplenet's two backends and five runs of the sweep in rounds, median
+    against size at 80x24: the key names every covered series, each on a line with no other
+    series."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await runs_of(pilot, "two-backends")
+        for _ in range(5):
+            app.recording = sweep_in_rounds()
+            await run_replay(pilot)
+        screen = await open_compare(pilot)
+        key = screen.query_one("#compare-legend")
+        await until(pilot, lambda: "(under " in str(key.render()), "a covered series named")
+        lines = str(key.render()).splitlines()
+        covered = [line for line in lines if "(under " in line]
+        assert covered and all(line.count("━") == 1 for line in covered), lines
+        assert key.region.height == len(lines), (key.region, lines)   # none wrapped

@@ -30,7 +30,7 @@ from couplescope.frontends.tui.box_rows import BoxRows, box_plot, nothing_drawn
 from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alone_at_size, fit, loss_cell,
                                                       paired_lines, ranking_lines, slower_smaller, spaced, task_columns,
                                                       title_lines, verdict_text)
-from couplescope.frontends.tui.compare_sweep import SweepPlot
+from couplescope.frontends.tui.compare_sweep import SweepKey, SweepPlot
 from couplescope.frontends.tui.compare_variants import combined, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_pairs, ratio_cell, row_size,
@@ -38,7 +38,6 @@ from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_
 from couplescope.frontends.tui.name_cuts import cut_names
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
 from couplescope.protocol.step_words import NOT_JUDGED
-from couplescope.frontends.tui.watch_widgets import PlotLegend
 from couplescope.results.builder import verdict_word
 
 TASKS = ("infer", "train")
@@ -187,7 +186,7 @@ class CompareScreen(SweepPlot, Screen):
         # solid ▄ from edge to edge
         with VerticalScroll(id="compare-sweep", can_focus=False):
             yield RowTickedPlot(id="compare-plot")
-            yield PlotLegend(id="compare-legend")
+            yield SweepKey(id="compare-legend")
         # compact, without the palette's key: every key fits an 80-column footer
         yield SteadyFooter(compact=True, show_command_palette=False)
 

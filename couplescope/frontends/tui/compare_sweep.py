@@ -8,13 +8,45 @@ from __future__ import annotations
 
 from couplescope.frontends.tui.compare_table import UNIT_WORDS
 from couplescope.frontends.tui.row_ticks import RowTickedPlot
-from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit
+from rich.text import Text
+
+from couplescope.frontends.tui.watch_widgets import PlotLegend, _unit, legend_lines, rich_color
 from couplescope.results import labels, sweeps
 
 SWEEP_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 #: the key's colour (rich's name) as plotext names it: plotext has no "yellow" (it drew the
 #: fourth series bright red beside a yellow key); its "orange" is the terminal's yellow
 PLOTEXT_COLORS = {"yellow": "orange"}
+
+
+#: what follows a series' name in the key when another's line covers its own
+UNDER = " (under "
+
+
+def key_lines(items, width: int) -> list[list[tuple[str, str]]]:
+    """The sweep key's lines at `width`: the entries packed, but a series another covers on a
+    line of its own (the twelfth walk: `━ #3 bridge-torchscript ━ #3 bridge-python (under #5
+    bridge-torchscript)` read as both #3 series under #5's line)."""
+    lines: list[list[tuple[str, str]]] = []
+    packed: list[tuple[str, str]] = []
+    for item in items:
+        if UNDER in item[0]:
+            lines += legend_lines(packed, width) if packed else []
+            lines.append([item])
+            packed = []
+        else:
+            packed.append(item)
+    return lines + (legend_lines(packed, width) if packed else [])
+
+
+class SweepKey(PlotLegend):
+    """The sweep plot's key (PlotLegend's, packed by key_lines)."""
+
+    def _redraw(self) -> None:
+        width = max(10, self.content_size.width or self.size.width)
+        text = Text("\n").join(Text(" ").join(Text(entry, style=rich_color(color)) for entry, color in line)
+                                for line in key_lines(self.items, width))
+        self.update(text if self.items else "")
 
 
 class SweepPlot:
@@ -86,7 +118,7 @@ class SweepPlot:
         points = [dict(zip(sizes, line)) for sizes, line, _ in lines]
         for k, over in hidden_under(points, 0, top, plot.canvas_rows()).items():
             text, color = legend[k]
-            legend[k] = (f"{text} (under {', '.join(legend[j][0].removeprefix('━ ') for j in over)})", color)
+            legend[k] = (f"{text}{UNDER}{', '.join(legend[j][0].removeprefix('━ ') for j in over)})", color)
         if alone:
             legend.append((f"not drawn: {', '.join(alone)} (one size in its run; v draws every box)", "white"))
         word = UNIT_WORDS[self.compared_task]
