@@ -163,3 +163,29 @@ async def test_the_six_run_sweep_key_names_each_covered_series_alone_on_its_line
         covered = [line for line in lines if "(under " in line]
         assert covered and all(line.count("━") == 1 for line in covered), lines
         assert key.region.height == len(lines), (key.region, lines)   # none wrapped
+
+
+# -- 1a: tab says at once that it is comparing the other task -----------------------------------------
+
+async def test_tab_says_comparing_the_other_task_before_it_draws_it(monkeypatch):
+    """On the busy machine `tab` showed nothing for 7 s, the key looking dead. The heading
+    says `comparing #1, #2: training steps ...` before the table is drawn again (seen by the
+    draw itself), then the new heading."""
+    from couplescope.frontends.tui.compare_screen import CompareScreen
+
+    seen = []
+    fill = CompareScreen.fill
+
+    def watched(self):
+        seen.append(str(self.query_one("#compare-title").render()))
+        fill(self)
+    monkeypatch.setattr(CompareScreen, "fill", watched)
+    app = replay_app("training")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await runs_of(pilot, "training", "two-backends")
+        screen = await open_compare(pilot)
+        drawn = len(seen)
+        await pilot.press("tab")
+        await until(pilot, lambda: len(seen) > drawn and screen.compared_task == "train"
+                    and "compare #1" in str(screen.query_one("#compare-title").render()), "training drawn")
+        assert seen[drawn] == "comparing #1, #2: training steps ...", seen[drawn:]

@@ -80,7 +80,7 @@ async def test_compare_at_80x24_compares_one_task_with_its_title_and_numbers_who
                     assert cells[labels.index("overhead")] == fmt.seconds(rows[name]["overhead"])
                     assert "loss" not in labels and cells[-1] == str(rows[name]["n"])
             await pilot.press("tab")
-            await pilot.pause()
+            await until(pilot, lambda: screen.all_names and screen.tasks[screen.all_names[0]] != task, "the other task")
 
 
 # -- 8. a variant left out stays out ---------------------------------------------------------

@@ -376,9 +376,7 @@ class CompareScreen(SweepPlot, Screen):
         """Leave the highlighted variant out of the ratios and the plot."""
         self._toggle_variant()
 
-    def action_put_back(self) -> None:
-        """Put the highlighted variant, left out, back."""
-        self._toggle_variant()
+    action_put_back = action_leave_out   # the variant left out, put back
 
     def _toggle_variant(self) -> None:
         table = self.query_one("#compare-table", DataTable)
@@ -401,6 +399,13 @@ class CompareScreen(SweepPlot, Screen):
         if len(tasks) < 2:
             return
         self.compared_task = tasks[(tasks.index(self.compared_task) + 1) % len(tasks)]
+        # said at once, drawn after (the twelfth walk: 7 s on a busy machine, the key looking dead)
+        runs = ", ".join(f"#{r.id}" for r in self.records)
+        self.query_one("#compare-title", Static).update(f"comparing {runs}: {TASK_WORDS[self.compared_task]} ...")
+        self.call_after_refresh(self._show_task)
+
+    def _show_task(self) -> None:
+        """The task chosen with tab, drawn: its variants, their table and plot."""
         self._select_task()
         self.query_one("#compare-table", DataTable).move_cursor(row=0)
         self.fill()
