@@ -82,7 +82,11 @@ def sizes_differ(names: list[str], variants: dict) -> bool:
 def size_cell(variant) -> str:
     """A variant's size, as the size column shows it ("" when it reported none), its
     digits grouped as Pick and History write it (`1 024`: it read `1024` here)."""
-    size = like_key(variant)[1] if variant is not None else None
+    return size_text(like_key(variant)[1] if variant is not None else None)
+
+
+def size_text(size) -> str:
+    """A size as the size column writes it: "" for none, digits grouped (`1 024`)."""
     return "" if size is None else fmt.thousands(size) if isinstance(size, int) else str(size)
 
 
@@ -95,8 +99,7 @@ def row_size(name: str, builder, records) -> str:
     variant = builder.variants.get(name) or (record.builder.variants.get(label) if record else None)
     if variant is not None and variant.spec:
         return size_cell(variant)
-    size = (record.spec_of(label) if record else {}).get("size")
-    return "" if size is None else fmt.thousands(size) if isinstance(size, int) else str(size)
+    return size_text((record.spec_of(label) if record else {}).get("size"))
 
 
 def like_lines(rows: list[dict], alone: set[str], box: dict) -> list[str]:
