@@ -135,12 +135,33 @@ def telling_order(values: list[dict[str, str]]) -> list[str]:
                     if values[i][name] and values[j][name] and values[i][name] != values[j][name]}
              for name in names}
     left, order, told = [n for n in names if pairs[n]], [], set()
+
+    def telling(n: str):
+        new = len(pairs[n] - told)
+        # the task and backends first among equals where they tell runs apart; where
+        # they tell none apart that a setting did not, after the settings (`#3 simplenet
+        # iterations 300, preset, …` hid the `size 1,2` of its sweep: the twelfth walk)
+        return (new, len(pairs[n]), n == CONTEXT if new else n != CONTEXT, -names.index(n))
+
     while left:
-        best = max(left, key=lambda n: (len(pairs[n] - told), len(pairs[n]), -names.index(n)))
+        best = max(left, key=telling)
         order.append(best)
         told |= pairs[best]
         left.remove(best)
     return order
+
+
+def telling_count(values: list[dict[str, str]], order: list[str]) -> int:
+    """How many of `order`'s first settings tell apart a pair of runs none before them told
+    apart: the ones a row keeps before any other (fitted's `keep`)."""
+    told: set = set()
+    for kept, name in enumerate(order):
+        pairs = {(i, j) for i in range(len(values)) for j in range(i + 1, len(values))
+                 if values[i].get(name) and values[j].get(name) and values[i][name] != values[j][name]}
+        if not pairs - told:
+            return kept
+        told |= pairs
+    return len(order)
 
 
 def differences(record, order) -> list[str]:
@@ -207,42 +228,56 @@ def notable(record) -> list[str]:
     return sorted(names, key=lambda n: n != "size")
 
 
-def fitted(pieces: list[str], tells: list[set] | None, room: int) -> str:
+def fitted(pieces: list[str], tells: list[set] | None, room: int, keep: int = 0) -> str:
     """The row's `pieces` (in the one order of its title's rows) in `room` characters: all
-    of them where they fit, else each in turn that still fits, and `…` for the rest (a
-    piece too long no longer hides a shorter one after it). Given `tells` (which runs each
-    piece tells the row from), those that tell it from the most runs not yet told apart
-    are kept first, the shorter first among equals (more fit). Nothing fits: all of them
-    (run_cell cuts the one long word)."""
+    of them where they fit, else the first ones that fit, in that order, and `…` for the
+    rest (a piece too long once gave its place to a shorter one after it: `#6 simplenet
+    iterations 1 000, preset, …` hid the `size 1,2` that told it from #2, and rows said
+    their settings in different orders: the twelfth walk). Of the first `keep` pieces
+    (those that tell runs apart: telling_count) each that fits is kept even where `…` no
+    longer fits after it. Given `tells` (which runs each piece tells the row from), those
+    that tell it from the most runs not yet told apart are kept first, the shorter first
+    among equals (two rows read alike: told_apart). Nothing fits: all of them (run_cell
+    cuts the one long word)."""
     shown = [i for i, p in enumerate(pieces) if p]
     if len(", ".join(pieces[i] for i in shown)) <= room:
         return ", ".join(pieces[i] for i in shown)
     chosen: list[int] = []
-    told: set = set()
+    if tells is None:
+        for i in shown:
+            if len(", ".join([*(pieces[j] for j in chosen), pieces[i], "…"])) <= room:
+                chosen.append(i)
+            elif i < keep and len(", ".join([*(pieces[j] for j in chosen), pieces[i]])) <= room:
+                chosen.append(i)   # it tells the row apart: kept, with no room left for `…`
+                return ", ".join(pieces[j] for j in chosen)
+            else:
+                break
+    else:
+        told: set = set()
 
-    def worth(i: int):
-        new = len(tells[i] - told) if tells else 0
-        return (new, -len(pieces[i]) if new else 0, -i)
+        def worth(i: int):
+            new = len(tells[i] - told)
+            return (new, -len(pieces[i]) if new else 0, -i)
 
-    while True:
-        left = [i for i in shown if i not in chosen
-                and len(", ".join([*(pieces[j] for j in sorted([*chosen, i])), "…"])) <= room]
-        if not left:
-            break
-        best = max(left, key=worth)
-        chosen.append(best)
-        told |= tells[best] if tells else set()
+        while True:
+            left = [i for i in shown if i not in chosen
+                    and len(", ".join([*(pieces[j] for j in sorted([*chosen, i])), "…"])) <= room]
+            if not left:
+                break
+            best = max(left, key=worth)
+            chosen.append(best)
+            told |= tells[best]
     if not chosen:
         return ", ".join(pieces[i] for i in shown)
     return ", ".join([*(pieces[i] for i in sorted(chosen)), "…"])
 
 
-def told_apart(group, rows, order, pieces, room) -> dict[int, str]:
+def told_apart(group, rows, order, pieces, room, keep: int = 0) -> dict[int, str]:
     """The group's rows fitted in their room (fitted) in their one order; a row that then
     reads as another does (`#1 simplenet-train  size default, …` and `#3 ... size default,
     …`, hiding the `steps 300` and `steps 600` that told them apart: the ninth walk) keeps
     instead what tells it from the others."""
-    words = {r.id: fitted(pieces[r.id], None, room(r)) for r in group}
+    words = {r.id: fitted(pieces[r.id], None, room(r), keep) for r in group}
     seen: dict[str, int] = {}
     for r in group:
         seen[words[r.id]] = seen.get(words[r.id], 0) + 1
@@ -254,15 +289,16 @@ def told_apart(group, rows, order, pieces, room) -> dict[int, str]:
     return words
 
 
-def marked(words: str, full: str, room: int) -> str:
+def marked(words: str, full: str, room: int, keep: int = 0) -> str:
     """A row's words with `…` where they leave out any of its full words (`full`, what it
-    says with room for all), the last words giving way to it."""
+    says with room for all), the last words giving way to it, but not the first `keep`
+    (those that tell the runs apart: fitted)."""
     if words == full or words.endswith("…"):
         return words
     parts = words.split(", ")
-    while parts and len(", ".join([*parts, "…"])) > room:
+    while len(parts) > keep and len(", ".join([*parts, "…"])) > room:
         parts.pop()
-    return ", ".join([*parts, "…"])
+    return ", ".join([*parts, "…"]) if len(", ".join([*parts, "…"])) <= room else words
 
 
 def rows_words(records, room, mark: bool = True) -> dict[int, str]:
@@ -297,12 +333,13 @@ def rows_words(records, room, mark: bool = True) -> dict[int, str]:
             words = {r.id: ", ".join(p for p in pieces[r.id] if p) for r in group}
             if all(len(words[r.id]) <= room(r) for r in group):
                 break
-        words = told_apart(group, rows, order, pieces, room)
+        keep = telling_count(rows, order) if len(group) > 1 else 0
+        words = told_apart(group, rows, order, pieces, room, keep)
         if mark and any(w.endswith("…") for w in words.values()):
             # beside a row cut with `…`, a row the shorter form left words out of says so
             # too: `#2 simplenet-train  size 2, preset` (its shared `train` left out) read as
             # whole under `#1 simplenet-train  size default, …` (the tenth walk)
             full = rows_words(group, lambda record: 10 ** 6, mark=False)
-            words = {r.id: marked(words[r.id], full[r.id], room(r)) for r in group}
+            words = {r.id: marked(words[r.id], full[r.id], room(r), keep) for r in group}
         said.update(words)
     return said

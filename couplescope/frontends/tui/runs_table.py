@@ -72,6 +72,9 @@ class RunsTable(DataTable):
         super().__init__(cell_padding=0, **kwargs)
         self._records: list = []   # the runs shown, in order: a run's words depend on the others
         self._cells: dict[str, str] = {}   # the run cells as drawn, by row key
+        #: by run id, a row's words in full where its cell leaves some out (the view says
+        #: them under the table for the highlighted run: nothing showed them at 80 columns)
+        self.left_out: dict[int, str] = {}
         self.run_width = RUN_WIDTH         # the run column's, as wide as the table leaves it
         self.verdict_width = dict((k, w) for k, _, w in COLUMNS)["verdict"]   # `not judged` widens it
 
@@ -79,6 +82,8 @@ class RunsTable(DataTable):
         """Every run's cell again: a run added can make an earlier one's setting a difference
         (#1's `size 8` once #2 ran `size 8,16`)."""
         words = rows_words(self._records, lambda record: self.run_width - len(named(record)))
+        whole = rows_words(self._records, lambda record: 10 ** 6, mark=False)
+        self.left_out = {r.id: whole[r.id] for r in self._records if words[r.id] != whole[r.id]}
         for record in self._records:
             cell = run_cell(record, words[record.id], self.run_width)
             key = str(record.id)

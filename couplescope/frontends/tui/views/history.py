@@ -136,12 +136,15 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
     def show_export_note(self, record) -> None:
         """Under the table: where the highlighted run was exported, the path and the command
         on lines of their own (inside a sentence a path was broken mid-token)."""
+        whole = self.query_one(RunsTable).left_out.get(record.id) if record is not None else None
+        # what its row had no room for (the twelfth walk: nothing showed it at 80 columns)
+        said = f"{record.name}: {whole}\n" if whole else ""
         if record is None or not record.export_path:
-            text = HINT if self.app.runs else self.no_run_hint()
+            text = said + (HINT if self.app.runs else self.no_run_hint())
         else:
             note = self.query_one("#export-note", Static)
             width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
-            text = (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
+            text = (f"{said}{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
                     f"{tensorboard_lines(record.export_path, width)}")
         self.query_one("#export-note", Static).update(Text(text))
 
