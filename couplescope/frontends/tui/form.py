@@ -359,9 +359,11 @@ class PickForm(PresetFields, Vertical):
         if event.select.id == "preset":
             preset = event.value if isinstance(event.value, str) else None
             if preset and preset != self.preset_shown:   # (not the command line's, on mount)
+                model = self.query_one("#model", Select)
+                cleared = self.held_words(declared.get("model"), model)
                 with self.prevent(Select.Changed):
-                    self.query_one("#model", Select).clear()   # the preset becomes the set of variants
-                self.clear_what_the_preset_sets(preset_values(preset) or {})
+                    model.clear()   # the preset becomes the set of variants
+                self.say_given_way(preset, cleared + self.clear_what_the_preset_sets(preset_values(preset) or {}))
             self.preset_shown = preset
             self.show_preset(preset)
         if event.select.id == "model":
@@ -369,6 +371,24 @@ class PickForm(PresetFields, Vertical):
         if event.select.id in ("preset", "task"):
             self.show_task()
         self.refresh_preview()
+
+    def say_given_way(self, preset: str, cleared: list[str]) -> None:
+        """On the top line: the values a preset picked cleared (`simplenet-train: iterations
+        300 and model cgdrag give way to the preset's`; they went without a word and the run
+        was the preset's, the twelfth walk). Not in a toast: it would cover the Run line."""
+        if not cleared:   # what a preset picked before said is no longer so
+            if getattr(self.app, "_refusal", None) == getattr(self, "_given_way", None):
+                self.app.refusal_gone()
+            return
+        listed = ", ".join(cleared[:-1]) + f" and {cleared[-1]}" if len(cleared) > 1 else cleared[0]
+        verb = "give" if len(cleared) > 1 else "gives"
+        names = [words.split(" ")[0] for words in cleared]
+        named = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        self._given_way = (f"{preset}: {listed} {verb} way to the preset's",
+                           f"{listed} {verb} way to the preset's",
+                           f"{preset}: {named} {verb} way to the preset's",
+                           f"{named} {verb} way to the preset's")
+        self.app.say_why_not(self._given_way, severity="information", toast=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_preview()

@@ -128,7 +128,9 @@ class PresetFields:
         command line gave stays, as `--preset P --iterations 100` would run any preset P
         (`--preset simplenet --iterations 100`, then simplenet-train picked: it ran 10 000
         steps, the eleventh walk); the Run line names it (`iterations 100 in place of
-        10 000 (preset)`)."""
+        10 000 (preset)`). Returns what it cleared, in words (`iterations 300`): said on
+        the top line (gone without a word, the twelfth walk)."""
+        cleared = []
         for option in declared.OPTIONS:
             if not values.get(option.name) or not offered(option):
                 continue
@@ -136,9 +138,12 @@ class PresetFields:
             if self.holds_the_command_line_s(option, widget):
                 continue
             if option.name == BACKEND:
+                if widget.selected:
+                    cleared.append(f"{option.short_label} {', '.join(widget.selected)}")
                 with self.prevent(SelectionList.SelectedChanged):
                     widget.deselect_all()
                 continue
+            cleared += self.held_words(option, widget)
             with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
                 if isinstance(widget, Select):
                     widget.clear()
@@ -146,6 +151,16 @@ class PresetFields:
                     widget.value = False
                 else:
                     widget.value = ""
+        return cleared
+
+    def held_words(self, option, widget) -> list[str]:
+        """What the field holds, in words (`iterations 300`, `model cgdrag`); [] blank."""
+        try:
+            value = fields.read(option, widget)
+        except UsageError:   # half typed: said as it reads
+            value = getattr(widget, "value", None) or None
+            return [f"{option.short_label} {value}"] if isinstance(value, str) else []
+        return [] if value in (None, False) else [f"{option.short_label} {filled_words(option, value, widget)}"]
 
     def overridden(self) -> list[str]:
         """The fields filled in that change what runs, in words for the Run line, a model
