@@ -159,13 +159,16 @@ def test_history_says_the_settings_that_differ_first_in_one_order():
     width = RUN_WIDTH + 3   # History's run column at 80 columns
     words = rows_words(runs, lambda r: width - len(named(r)))
     cells = [run_cell(r, words[r.id], width).plain for r in runs]
-    # it kept the shorter words: "torchscript, warm-up 1, …" beside "bridge, size 1,2, …"
-    assert cells == ["  #1 simplenet  iterations 10, torchscript, …", "  #2 simplenet  iterations 1 000, bridge, …",
-                     "  #4 simplenet  iterations 300, bridge, …"], cells
+    # it kept the shorter words: "torchscript, warm-up 1, …" beside "bridge, size 1,2, …"; then
+    # the backends, which tell apart no run the iterations did not, before the size of #4's
+    # sweep (the twelfth walk: the settings first, the task and backends after them)
+    assert cells == ["  #1 simplenet  iterations 10, size 1, …", "  #2 simplenet  iterations 1 000, size 1, …",
+                     "  #4 simplenet  iterations 300, size 1,2, …"], cells
     assert all(len(c) <= width for c in cells), cells
     wide = rows_words(runs, lambda r: 80)
-    # the most telling first (three values), then the backend and the settings of two values
-    assert wide[4] == "iterations 300, infer: bridge, size 1,2, warm-up 10", wide
+    # the most telling first (three values), then the settings of two values, the backend
+    # after them (it tells apart no run the iterations did not: the twelfth walk)
+    assert wide[4] == "iterations 300, size 1,2, warm-up 10, infer: bridge", wide
 
 
 # -- 2.4 a refusal's toast from another screen does not cover History's path -------------------------

@@ -106,10 +106,10 @@ async def test_a_preset_picked_says_the_values_it_cleared_and_the_run_line_the_s
         app.main.query_one("#size", Input).value = "1,2"
         await until(pilot, lambda: "(size 1,2)" in preview(app), preview(app))
         app.main.query_one("#preset", Select).value = "simplenet-train"
-        await until(pilot, lambda: "training" in preview(app), preview(app))
         await until(pilot, lambda: "way to the preset's" in status(app), status(app))
         assert status(app) == "simplenet-train: model simplenet and iterations 300 give way to the preset's"
         assert app.main.query_one("#status").region.height == 1
+        await until(pilot, lambda: "training" in preview(app), preview(app))
         assert "8 variants" in preview(app) and "(size 1,2" in preview(app), preview(app)
         rows = on_screen(app).splitlines()
         assert any("give way to the preset's" in row for row in rows[:2]), rows

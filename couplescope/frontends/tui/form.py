@@ -388,7 +388,7 @@ class PickForm(PresetFields, Vertical):
                            f"{listed} {verb} way to the preset's",
                            f"{preset}: {named} {verb} way to the preset's",
                            f"{named} {verb} way to the preset's")
-        self.app.say_why_not(self._given_way, severity="information", toast=False)
+        self.app.say_form_note(self._given_way)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_preview()

@@ -230,12 +230,11 @@ def notable(record) -> list[str]:
 
 def fitted(pieces: list[str], tells: list[set] | None, room: int, keep: int = 0) -> str:
     """The row's `pieces` (in the one order of its title's rows) in `room` characters: all
-    of them where they fit, else the first ones that fit, in that order, and `…` for the
-    rest (a piece too long once gave its place to a shorter one after it: `#6 simplenet
-    iterations 1 000, preset, …` hid the `size 1,2` that told it from #2, and rows said
-    their settings in different orders: the twelfth walk). Of the first `keep` pieces
-    (those that tell runs apart: telling_count) each that fits is kept even where `…` no
-    longer fits after it. Given `tells` (which runs each piece tells the row from), those
+    of them where they fit, else each in turn that still fits, in that order, and `…` for
+    the rest (a piece too long no longer hides a shorter one after it), but never one in
+    the place of the first `keep` (those that tell runs apart: telling_count), each kept
+    where it fits even with no room for `…` after it: `#6 simplenet  iterations 1 000,
+    preset, …` hid the `size 1,2` that told it from #2, on that row alone (the twelfth walk). Given `tells` (which runs each piece tells the row from), those
     that tell it from the most runs not yet told apart are kept first, the shorter first
     among equals (two rows read alike: told_apart). Nothing fits: all of them (run_cell
     cuts the one long word)."""
@@ -250,8 +249,8 @@ def fitted(pieces: list[str], tells: list[set] | None, room: int, keep: int = 0)
             elif i < keep and len(", ".join([*(pieces[j] for j in chosen), pieces[i]])) <= room:
                 chosen.append(i)   # it tells the row apart: kept, with no room left for `…`
                 return ", ".join(pieces[j] for j in chosen)
-            else:
-                break
+            elif i < keep:
+                break   # no later piece in the place of one that tells the row apart
     else:
         told: set = set()
 

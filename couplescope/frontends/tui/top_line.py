@@ -121,6 +121,8 @@ class TopLine:
     _where = ""
     #: a key's refusal (or answer) on the top line, till the next key acts or its toast goes
     _refusal: Words | None = None
+    #: the form's note (say_form_note) among the refusals: the form's change keeps it
+    _form_note: Words | None = None
     _refusals = 0   # how many were said: whether a key said one of its own
     _refusal_timer = None
     #: the refusals said in toasts: they go when the screen or the view changes
@@ -265,9 +267,19 @@ class TopLine:
         for view in self.views:
             view.form_changed()
         if self.recording:
-            self.set_status(REPLAY_HINT)
+            words = REPLAY_HINT
         elif msg.runnable or not msg.reason or msg.reason.startswith(NOTHING_PICKED):
-            self.set_status(HINTS[msg.runnable])
+            words = HINTS[msg.runnable]
         else:
-            self.set_status((f"couplescope: r will not run: {msg.reason}", f"r will not run: {msg.reason}",
-                             WHY_NOT))
+            words = (f"couplescope: r will not run: {msg.reason}", f"r will not run: {msg.reason}", WHY_NOT)
+        if self._refusal is not None and self._refusal == self._form_note:
+            self._status = words   # said once the form's note goes (the change it follows made it)
+        else:
+            self.set_status(words)
+
+    def say_form_note(self, words: Words) -> None:
+        """What the form did that no key asked for (a preset picked cleared values typed),
+        on the top line alone (a toast covered the Run line), through the form's change it
+        follows (on_form_changed)."""
+        self._form_note = words
+        self.say_why_not(words, severity="information", toast=False, timeout=10)

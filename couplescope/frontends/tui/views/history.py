@@ -50,6 +50,20 @@ def tensorboard_lines(path: str, width: int) -> str:
     return "couplescope --tensorboard \\\n" + "\\\n".join(pieces)
 
 
+def settings_lines(words: str, width: int) -> str:
+    """A run's words in full on lines of `width`, each broken after a comma (a setting
+    whole on its line)."""
+    lines = [""]
+    for piece in words.split(", "):
+        joined = f"{lines[-1]}, {piece}" if lines[-1] else piece
+        if lines[-1] and len(joined) + 1 > width:
+            lines[-1] += ","
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+    return "\n".join(lines)
+
+
 class HistoryView(AppView):
     """One row a run; the highlighted run is the one `e` exports (app.picked) and the line
     under the table says where it went. The rows' fastest median follows the runs going."""
@@ -136,16 +150,16 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
     def show_export_note(self, record) -> None:
         """Under the table: where the highlighted run was exported, the path and the command
         on lines of their own (inside a sentence a path was broken mid-token)."""
+        note = self.query_one("#export-note", Static)
+        width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
         whole = self.query_one(RunsTable).left_out.get(record.id) if record is not None else None
-        # what its row had no room for (the twelfth walk: nothing showed it at 80 columns)
-        said = f"{record.name}: {whole}\n" if whole else ""
+        # last, what its row had no room for (the twelfth walk: nothing showed it at 80 columns)
+        said = "\n" + settings_lines(f"{record.name}: {whole}", width) if whole else ""
         if record is None or not record.export_path:
-            text = said + (HINT if self.app.runs else self.no_run_hint())
+            text = (HINT if self.app.runs else self.no_run_hint()) + said
         else:
-            note = self.query_one("#export-note", Static)
-            width = note.content_size.width or self.app.size.width - 2   # (before its first layout)
-            text = (f"{said}{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
-                    f"{tensorboard_lines(record.export_path, width)}")
+            text = (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
+                    f"{tensorboard_lines(record.export_path, width)}{said}")
         self.query_one("#export-note", Static).update(Text(text))
 
     def on_resize(self) -> None:
