@@ -158,8 +158,8 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
         if record is None or not record.export_path:
             text = (HINT if self.app.runs else self.no_run_hint()) + said
         else:
-            text = (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
-                    f"{tensorboard_lines(record.export_path, width)}{said}")
+            text = (f"{said[1:]}\n" if said else "") + (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
+                    f"{tensorboard_lines(record.export_path, width)}")   # the command last, to copy
         self.query_one("#export-note", Static).update(Text(text))
 
     def on_resize(self) -> None:
