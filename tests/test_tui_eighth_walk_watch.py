@@ -208,3 +208,13 @@ async def test_events_arriving_while_the_app_takes_a_view_down_are_not_handed_to
         finally:
             watch._pruning = False
             watch._redraw_timer.stop()
+
+
+@pytest.mark.parametrize("name,word", [("preset-train", "not judged"), ("training", "PASSED")])
+async def test_watch_s_verdict_for_a_training_run_too_short_to_judge_is_not_judged(name, word):
+    """The thirteenth walk: Watch said `direct PASSED  310 checks passed` of a training run
+    History and compare call `not judged` (too few steps for its learning task); a run
+    whose learning task was judged (`training`: it learned the shift) stays PASSED."""
+    stats = (await watched(name))[3]
+    head = stats.splitlines()[0]
+    assert word in head and ("PASSED" in head) == (word == "PASSED"), stats

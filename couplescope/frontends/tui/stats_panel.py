@@ -21,6 +21,7 @@ from couplescope.frontends.tui.notes import training_verdict
 from couplescope.frontends.tui.watch_widgets import KIND_LEGEND, calls_done
 from couplescope.frontends.tui.top_line import NO_RUN_WORDS
 from couplescope.frontends.tui.whole_numbers import wrapped
+from couplescope.protocol.step_words import NOT_JUDGED
 
 #: the widest a time is written (formatting.seconds: `116.2 ms`, `999.9 µs`)
 WIDEST_TIME = "999.9 µs"
@@ -53,7 +54,7 @@ def counts_words(done: dict[str, int], spec: dict, training: bool) -> str:
 
 def widest_words(record) -> tuple[int, int, int, int, str]:
     """The widest the run's variants can make the panel's pieces, in columns: the head
-    (the longest name, `stopping`, every call checked, the last round), the counts (every
+    (the longest name, `stopping` or a training run's `not judged`, every call checked, the last round), the counts (every
     call made), the figures (`median 999.9 µs ... max 999.9 µs`) and `n=10 000 timed  noisy`;
     and a training run's widest loss line (its lines are counted at the panel's width)."""
     rounds = getattr(record.request, "rounds", None) or 1
@@ -63,7 +64,8 @@ def widest_words(record) -> tuple[int, int, int, int, str]:
         planned = {"timed": spec.iterations or 0, "warmup": spec.warmup or 0,
                    "profiled": spec.profile_iterations or 0}
         total = fmt.thousands(sum(planned.values()))
-        head = max(head, len(f"{spec.label} stopping  {total} checks passed")
+        status = NOT_JUDGED if spec.task == "train" else "stopping"   # (the widest status word)
+        head = max(head, len(f"{spec.label} {status}  {total} checks passed")
                    + (len(f"  round {rounds}") if rounds > 1 else 0))
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
         timed, warmup = max(timed, planned["timed"]), max(warmup, planned["warmup"])
@@ -126,6 +128,8 @@ class StatsPanel(Static):
         verdict = variant.verdict
         status = {"passed": "[green]PASSED[/]", "failed": "[red]FAILED[/]", "error": "[red]ERROR[/]",
                   "stopped": "[yellow]STOPPED[/]"}.get(verdict, verdict)
+        if verdict == "passed" and variant.learning_not_judged():   # as History and compare say
+            status = f"[yellow]{NOT_JUDGED}[/]"   # (it said PASSED beside their not judged)
         if stopping and verdict == "running":
             status = "[yellow]stopping[/]"
         checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
