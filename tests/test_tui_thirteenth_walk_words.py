@@ -77,12 +77,12 @@ async def test_history_says_the_sizes_and_iterations_that_tell_the_walk_s_runs_a
 
 def test_every_row_keeps_the_settings_that_tell_it_apart_in_one_order():
     """In the run column at 80 columns (44): each row keeps its iterations and size, in
-    that order; `…` where it fits after them, and #6's size kept where it does not."""
+    that order; `, …` where it fits after them, and #6's size kept where it does not, with ` …`."""
     assert cells(the_walk(), 44) == ["  #1 simplenet  iterations 10, size 1, …",
                                      "  #2 simplenet  iterations 1 000, size 1, …",
                                      *["  #3 simplenet  iterations 300, size 1,2, …".replace("3", str(n), 1)
                                        for n in (3, 4, 5)],
-                                     "  #6 simplenet  iterations 1 000, size 1,2"]
+                                     "  #6 simplenet  iterations 1 000, size 1,2 …"]
 
 
 # -- 3a. a preset picked says what it cleared -----------------------------------------------------

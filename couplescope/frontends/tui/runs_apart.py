@@ -247,8 +247,8 @@ def fitted(pieces: list[str], tells: list[set] | None, room: int, keep: int = 0)
             if len(", ".join([*(pieces[j] for j in chosen), pieces[i], "…"])) <= room:
                 chosen.append(i)
             elif i < keep and len(", ".join([*(pieces[j] for j in chosen), pieces[i]])) <= room:
-                chosen.append(i)   # it tells the row apart: kept, with no room left for `…`
-                return ", ".join(pieces[j] for j in chosen)
+                chosen.append(i)   # it tells the row apart: kept, with no room left for `, …`
+                return closed(", ".join(pieces[j] for j in chosen), room)
             elif i < keep:
                 break   # no later piece in the place of one that tells the row apart
     else:
@@ -297,7 +297,15 @@ def marked(words: str, full: str, room: int, keep: int = 0) -> str:
     parts = words.split(", ")
     while len(parts) > keep and len(", ".join([*parts, "…"])) > room:
         parts.pop()
-    return ", ".join([*parts, "…"]) if len(", ".join([*parts, "…"])) <= room else words
+    return ", ".join([*parts, "…"]) if len(", ".join([*parts, "…"])) <= room else closed(words, room)
+
+
+def closed(words: str, room: int) -> str:
+    """Words that leave some out, marked so where `, …` has no room: `iterations 1 000, size
+    1,2 …` (the size tells the row apart and fills it but for two columns: the row said
+    nothing of its warm-up, preset and task, beside rows ending `…`); the words alone where
+    not even ` …` fits (the highlighted row's full words are under the table)."""
+    return f"{words} …" if len(words) + 2 <= room else words
 
 
 def rows_words(records, room, mark: bool = True) -> dict[int, str]:
