@@ -189,3 +189,23 @@ async def test_tab_says_comparing_the_other_task_before_it_draws_it(monkeypatch)
         await until(pilot, lambda: len(seen) > drawn and screen.compared_task == "train"
                     and "compare #1" in str(screen.query_one("#compare-title").render()), "training drawn")
         assert seen[drawn] == "comparing #1, #2: training steps ...", seen[drawn:]
+
+
+async def test_escape_from_compare_takes_its_export_toast_away_from_history(tmp_path):
+    """The thirteenth walk: `e` on compare, then escape to History: the export's toast sat over
+    History's path and command (`/tmp/walk13/couplescope-runs/20261127-1▌`) for seconds. The
+    toasts said over compare go with it; the top line says the same words."""
+    app = replay_app("two-backends")
+    app.options.export = str(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h")
+        await pilot.press("c")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await pilot.press("e")
+        await until(pilot, lambda: app.runs[1].export_path and app._notifications, "exported, a toast on compare")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main, "back to the views")
+        await pilot.pause()
+        assert not list(app._notifications), [n.message for n in app._notifications]
+        assert "exported to" in str(app.main.query_one("#status").render())   # the top line says it

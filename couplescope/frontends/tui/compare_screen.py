@@ -44,7 +44,7 @@ TASKS = ("infer", "train")
 
 
 class CompareScreen(SweepPlot, Screen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "back", tooltip="back to the views."),
+    BINDINGS = [Binding("escape", "app.leave_compare", "back", tooltip="back to the views."),
                 # the footer says what space does to the highlighted row (check_action)
                 Binding("space", "leave_out", "leave out",
                         tooltip="leave the highlighted variant out of the ratios and the plot (kept when "

@@ -38,6 +38,13 @@ class ExportKey:
         if self.screen is not self.main:
             self.notify(forms(words)[0], timeout=8)
 
+    def action_leave_compare(self) -> None:
+        """escape on compare: back to the views, and the toasts said over compare go (the top
+        line, on the screen again, says tell's words): `e` there, then escape, left the
+        export's toast over History's path and command for seconds (the thirteenth walk)."""
+        self.pop_screen()
+        self.clear_notifications()
+
     def exportable(self) -> bool:
         """Whether `e` can act: the run it exports has ended and measured something (the
         footer offered e before any run, and e then refused)."""
