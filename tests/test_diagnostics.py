@@ -18,6 +18,7 @@ from couplescope.core.telemetry.diagnostics import Diagnostician
 from couplescope.core.session import Listener, Session
 from couplescope.protocol.spec import RunSpec
 from couplescope.core.telemetry.listener import TelemetryListener
+from couplescope.core.telemetry.sampler import cores_available
 
 MIB = 2**20
 
@@ -114,12 +115,17 @@ class Diagnostics(Listener):
         self.found: list[dict] = []
         self.flags = flags
         self.sampled: dict[str, int] = {}
+        #: variant -> the (role, affinity) of each process in its timed samples: what the
+        #: binding check was given, for a failure to say
+        self.placements: dict[str, list] = {}
 
     def on_event(self, ev) -> None:
         if ev["event"] == "diagnostic":
             self.found.append(ev)
         if self.flags is not None and ev["event"] == "telemetry" \
                 and (ev["sample"].get("iteration") or {}).get("kind") == "timed":
+            self.placements.setdefault(ev["variant"], []).append(
+                [(p.get("role"), p.get("affinity")) for p in ev["sample"].get("processes", [])])
             n = self.sampled[ev["variant"]] = self.sampled.get(ev["variant"], 0) + 1
             if n == 10:
                 (self.flags / ev["variant"]).write_text("sampled")
@@ -141,7 +147,8 @@ def test_a_leak_and_a_binding_are_named_in_real_runs(tmp_path):
     for name in ("leaky", "pinned"):
         assert builder.variants[name].status == "finished", builder.variants[name].error
     by = {(d["variant"], d["check"]) for d in seen.found}
-    assert by == {("leaky", "rss_growth"), ("pinned", "bound")}, seen.found
+    assert by == {("leaky", "rss_growth"), ("pinned", "bound")}, \
+        (seen.found, cores_available(), seen.placements.get("pinned", [])[:5])
     leak = next(d for d in seen.found if d["check"] == "rss_growth")
     assert "kept growing" in leak["message"] and "MiB per iteration" in leak["message"]
     rate = float(leak["message"].split("about ")[1].split(" MiB per iteration")[0])

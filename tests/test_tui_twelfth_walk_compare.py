@@ -164,7 +164,11 @@ async def test_watch_s_legend_says_the_full_phase_names_while_measuring_and_once
         legend = app.main.query_one(PlotLegend)
         for items in (MEASURING, FINISHED):
             legend.show(items)
-            await until(pilot, lambda: str(legend.render()).strip(), "the legend drawn")
+            # drawn at the width the layout gives it (a legend shown before its first layout
+            # is drawn at the least width, with the short names, then again on its resize)
+            await until(pilot, lambda: legend.content_size.width > 10
+                        and all(f"━ {n}" in str(legend.render()) for n in ("marshal_in", "forward")),
+                        "the legend drawn at its width with the full names")
             shown = str(legend.render())
             lines = shown.splitlines()
             assert all(f"━ {name}" in shown for name in ("marshal_in", "forward", "marshal_out")), shown
