@@ -83,7 +83,9 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                         "footer offers e once there is)."),
         Binding("c", "compare", "compare", priority=True,
                 tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
-                        "time; on the compare screen, draw it again with what has arrived since."),
+                        "time; on the compare screen, draw it again with what has arrived since. From the "
+                        "views the top line says comparing #1, #2 ... at once (building compare takes "
+                        "seconds on a busy machine)."),
         Binding("c", "why_not('compare')", priority=True, show=False,
                 tooltip="while the runs it would compare made no call or step: says so (the footer offers "
                         "c once one has)."),

@@ -30,15 +30,37 @@ class CompareKey:
             made = "step" if all(r.unit() == "step" for r in records) else "call"
             self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
             return
-        task = highlighted = None
         self.refusal_gone()
-        again = isinstance(self.screen, CompareScreen)
-        if again:   # drawn again: its task and highlighted row kept
+        if isinstance(self.screen, CompareScreen):   # drawn again: its task and highlighted row kept
             task, highlighted = self.screen.compared_task, self.screen.highlighted_name()
             self.pop_screen()
-        self.push_screen(CompareScreen(records, self.left_out, task, highlighted, drawn_again=again))
+            self.push_screen(CompareScreen(records, self.left_out, task, highlighted, drawn_again=True))
+            return
+        # said at once, built after the screen has shown it: building compare (every run's
+        # variants replayed into one builder, the table, the plot) took seconds on a busy
+        # machine, the top line unchanged, `c` looking dead (the fourteenth walk); the keys
+        # read after `c` wait for compare (key_order.py), as they did when it came at once
+        self.say_why_not(comparing_words(records), toast=False)
+        self.show_later()
+        self.call_after_refresh(self._open_compare, records)
+
+    def _open_compare(self, records: list[RunRecord]) -> None:
+        """The compare screen, built; the top line's `comparing ...` goes with it (escape
+        back finds what it said before `c`)."""
+        try:
+            if self.screen is self.main and not self.closing():
+                self.push_screen(CompareScreen(records, self.left_out))
+            self.refusal_gone()
+        finally:
+            self.shown_later()
 
     def comparable(self) -> bool:
         """Whether `c` can act: a run it would compare made a call or step (the footer offered
         c after a run stopped before its first step, and c then refused)."""
         return any(r.measured() for r in self.compared_records())
+
+
+def comparing_words(records: list[RunRecord]) -> tuple[str, ...]:
+    """`comparing #1, #2 ...`, as compare's tab says it; `comparing 12 runs ...` where the
+    runs' numbers would not fit a line."""
+    return (f"comparing {', '.join(f'#{r.id}' for r in records)} ...", f"comparing {len(records)} runs ...")

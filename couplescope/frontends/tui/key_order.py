@@ -106,6 +106,9 @@ class KeysInOrder:
     #: the pick has landed and the list closed (`Enter t` in one read: the t searched the
     #: open list, which then picked the item it searched to, and t never showed Telemetry)
     _picking: bool = False
+    #: the screen a key shows comes after a refresh (`c`: compare_key.py): the keys read
+    #: after it wait till it has come (shown_later)
+    _showing_later: bool = False
 
     async def on_event(self, event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded:
@@ -131,9 +134,23 @@ class KeysInOrder:
             if self._acts_at_once(event.key) and self._shows_elsewhere(event.key):
                 await super().on_event(event)
                 self._held = []                      # the keys after it: where the view puts the focus
-                self.call_later(self._hand_on_held)
+                if not self._showing_later:
+                    self.call_later(self._hand_on_held)
                 return
         await super().on_event(event)
+
+    def show_later(self) -> None:
+        """The key acting shows its screen after the next refresh (`c` says so on the top line
+        first): the keys read after it wait till shown_later."""
+        self._showing_later = True
+
+    def shown_later(self) -> None:
+        """The screen show_later announced is there (or will not come): the keys held since
+        go where it put the focus."""
+        if self._showing_later:
+            self._showing_later = False
+            if self._held is not None:
+                self.call_later(self._hand_on_held)
 
     def key_waits(self, key: events.Key) -> bool:
         """Whether the key is held, not yet acted (the top line keeps the answer it would

@@ -1,0 +1,72 @@
+"""What the fourteenth walk-through of the app by a new user found (at 80x24 in tmux, on a
+loaded 2-core machine): `c` on History showed nothing for seconds before compare came (1);
+a second `s` while a stop went on said nothing (2); Watch said `starting
+simplenet-torchscript-2` while the top line said the run was stopping (3); after a preset
+was picked over the last run's, the top line still said `r runs again` (4).
+
+The app is the real one driven by Pilot at 80x24 over recorded real runs played back
+(tests/fixtures); a worker or a stop that takes its time is held by a test gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from couplescope.frontends.tui.compare_screen import CompareScreen
+from test_tui_first_use import text
+from test_tui_ninth_walk_keys import one_read
+from test_tui_replay import replay_app, run_replay, until
+from test_tui_walkthrough import runs_of
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def status(app) -> str:
+    return text(app, "#status")
+
+
+# -- 1: c from the views says comparing at once, before compare is built ----------------------------
+
+async def test_c_from_history_says_comparing_before_it_builds_compare_and_not_after(monkeypatch):
+    """On the busy machine `c` on History showed nothing for seconds, then compare. The top
+    line says `comparing #1, #2 ...` before the compare screen is built (seen by its
+    building), and back from compare it says what it said before `c`."""
+    seen = []
+    build = CompareScreen.__init__
+
+    def watched(self, *args, **kwargs):
+        seen.append(status(app))
+        build(self, *args, **kwargs)
+    monkeypatch.setattr(CompareScreen, "__init__", watched)
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await runs_of(pilot, "two-backends", "training")
+        await pilot.press("h")
+        await until(pilot, lambda: app.main.query_one("#tabs").active == "history", "History")
+        before = status(app)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen), "compare")
+        assert seen == ["comparing #1, #2 ..."], seen
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main, "back from compare")
+        assert status(app) == before, status(app)
+
+
+async def test_keys_read_with_c_go_to_compare_once_it_shows():
+    """`c` says so on the top line first and builds compare after: a key read with it (`c
+    escape` in one read) still goes to compare (it closes it), not to the view under it."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: app.main.query_one("#tabs").active == "history", "History")
+        opened = []
+        push = app.push_screen
+
+        def pushed(screen, *args, **kwargs):
+            opened.append(type(screen).__name__)
+            return push(screen, *args, **kwargs)
+        app.push_screen = pushed
+        one_read(app, "c", "escape")
+        await until(pilot, lambda: opened and app.screen is app.main, "compare opened, then closed")
+        assert opened == ["CompareScreen"], opened
+        assert app.focused is app.main.query_one("#runs"), app.focused   # (escape on History: the tab bar)
