@@ -9,13 +9,17 @@ The app is the real one driven by Pilot at 80x24 over recorded real runs played 
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
+from couplescope.core.session import Session
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from test_tui_first_use import text
+from test_tui_keys import toasts
 from test_tui_ninth_walk_keys import one_read
 from test_tui_replay import replay_app, run_replay, until
-from test_tui_walkthrough import runs_of
+from test_tui_walkthrough import held_from, runs_of
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -70,3 +74,46 @@ async def test_keys_read_with_c_go_to_compare_once_it_shows():
         await until(pilot, lambda: opened and app.screen is app.main, "compare opened, then closed")
         assert opened == ["CompareScreen"], opened
         assert app.focused is app.main.query_one("#runs"), app.focused   # (escape on History: the tab bar)
+
+
+# -- 2: a second s says the stop is under way, and the top line keeps saying it ----------------------
+
+async def test_a_second_s_says_the_run_is_still_stopping_while_its_workers_end(monkeypatch):
+    """A run in rounds (six variants) stopped while its third worker starts: its workers end
+    one after the other (held here). `s` again says `still stopping`, as `r` does, and the
+    top line keeps saying it when the next worker ends (that end's `stopping ...: 2 of 6
+    stopped` took it off at once, the answer never seen)."""
+    held = held_from(monkeypatch, 3)
+    gates = [threading.Event(), threading.Event()]
+    closed: list[str] = []
+    close = Session._close
+
+    def one_at_a_time(self, spec, proc, ended):   # the waiting workers end slowly, in turn
+        closed.append(spec.label)
+        if 2 <= len(closed) <= 3:
+            gates[len(closed) - 2].wait(300)     # (bounds a failure only)
+        close(self, spec, proc, ended)
+    monkeypatch.setattr(Session, "_close", one_at_a_time)
+    app = replay_app("sweep-rounds")
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("r")
+            await until(pilot, lambda: len(held) == 3, "the third worker started")
+            await pilot.press("s")
+            await until(pilot, lambda: "1 of " in status(app), status(app))   # the held worker ended
+            await pilot.press("s")
+            await until(pilot, lambda: any("stopping" in t for t in toasts(app)), toasts(app))
+            assert any("still stopping" in t for t in toasts(app)), toasts(app)
+            assert "still stopping" in status(app), status(app)
+            gates[0].set()                                   # the next worker ends
+            record = app.active
+            await until(pilot, lambda: sum(v.status != "running" for v in record.builder.variants.values()) == 2,
+                        "the second worker's end arrived")
+            await pilot.pause()
+            assert app.active is record and "still stopping" in status(app), status(app)
+            gates[1].set()
+            await until(pilot, lambda: app.active is None, "stopped")
+            assert "stopped" in status(app) and "still stopping" not in status(app), status(app)
+    finally:
+        for gate in gates:
+            gate.set()

@@ -153,7 +153,7 @@ async def test_s_is_offered_once_per_run_not_during_its_stop(second_variant_held
                         and "s" not in footer_keys(app), "s no longer offered while it stops")
             assert "r" not in footer_keys(app), "r offered while the run is still stopping"
             await pilot.press("s")                   # pressed anyway: says why, nothing else
-            await until(pilot, lambda: any("already stopping" in str(n.message) for n in app._notifications),
+            await until(pilot, lambda: any("still stopping" in str(n.message) for n in app._notifications),
                         "s said why")
         finally:
             release.set()

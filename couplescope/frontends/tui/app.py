@@ -70,8 +70,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                         "variant shows as stopped, its statistics cover the iterations that finished). "
                         "Offered once per run: not while the stop is under way."),
         Binding("s", "why_not('stop')", priority=True, show=False,
-                tooltip="with no run going, or while one is being stopped: says so (the footer offers r "
-                        "once no run goes)."),
+                tooltip="with no run going, or while one is being stopped: says so (still stopping, as r "
+                        "does; kept on the top line as the stop goes on) (the footer offers r once no run goes)."),
         Binding("e", "export", "export", priority=True,
                 tooltip="export the highlighted run of the History view (the latest run by default) to a "
                         "new run directory, exactly as --export writes it. The top line says exporting at "
@@ -274,9 +274,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
 
     def action_run(self) -> None:
         if self.active is not None:
-            self.say_why_not(self.active.untitled(f"run {self.active.name} is still stopping: r runs once it has stopped"
-                                                  if self.active.stopping else
-                                                  f"run {self.active.name} is still going; press s to stop it first"))
+            self.say_why_not(self.active.still_stopping("r runs once it has stopped") if self.active.stopping else
+                             self.active.untitled(f"run {self.active.name} is still going; press s to stop it first"))
             return
         try:
             record = self._start(self.recording.request() if self.recording
@@ -331,8 +330,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
         if self.active is None:
             self.say_why_not("no run is going: s stops a run while it goes")
             return
-        if self.active.stopping:
-            self.say_why_not(self.active.untitled(f"{self.active.name} is already stopping: its workers are ending"))
+        if self.active.stopping:   # as r says it (its words went with the next worker's end: top_line.py)
+            self.say_why_not(self.active.still_stopping())
             return
         self.begin_stop("s")
 
@@ -393,7 +392,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                     self.set_status(build_words(ev), progress=True)
                 elif (ev["event"] in ("variant_finished", "variant_failed") and record.stopping
                       and record.stopping != "q" and record is self.active):
-                    self.set_status(record.stopping_words())   # the stop as far as it has gone
+                    self.say_stop_progress(record.stopping_words())   # the stop as far as it has gone
                 # a round's start is named by the Watch view when it shows that variant: rounds
                 # of a fast model come several a second, faster than the view redraws
         for view in self._followers.get(msg.kind, ()):

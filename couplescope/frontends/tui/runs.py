@@ -208,6 +208,17 @@ class RunRecord:
                              f"{self.name} {short}: {kept}; {keys}",
                              f"{self.name} {short}: {kept}; e exports, c compares")
 
+    def still_stopping(self, then: str = "") -> tuple[str, ...]:
+        """r's and s's answer while its stop goes on: `run #1 simplenet is still stopping: ...`,
+        `then`, else how far the stop is: its workers ending, or its session closing the run."""
+        then = then or ("its workers are ending" if self.workers_ending() else "closing the run")
+        return self.untitled(f"run {self.name} is still stopping: {then}")
+
+    def workers_ending(self) -> bool:
+        """Whether its stop waits for workers still (stopping_words: `stopping ...`), not for
+        its session writing what was measured (`closing the run ...`)."""
+        return not self.builder.variants or any(v.status == "running" for v in self.builder.variants.values())
+
     def stopping_words(self) -> tuple[str, ...]:
         """The top line while its stop goes on, as far as it has gone: `stopping` till its
         workers have ended, each variant stopped counted (Watch read `bridge STOPPED` beside

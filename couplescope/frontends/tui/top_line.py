@@ -181,6 +181,15 @@ class TopLine:
         self._refusal = None
         self._show_status(text, where)
 
+    def say_stop_progress(self, words: Words) -> None:
+        """The stop of the run going, as far as it has gone (a worker ended): said at once, as
+        set_status says it, but under a key's answer it waits, as a run's progress does:
+        `s` again during a stop said `still stopping` and the next worker's end took it off
+        at once, on a busy machine before it was drawn (the fourteenth walk: `s` said nothing)."""
+        self._status, self._where = words, ""
+        if self._refusal is None:
+            self._show_status(words)
+
     def history_shown(self) -> bool:
         """Whether History is on the screen (what `where` points to)."""
         return bool(self.screen_stack) and self.screen is self.main and self.main.query_one("#tabs", TabbedContent).active == "history"
