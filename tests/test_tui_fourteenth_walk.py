@@ -117,3 +117,38 @@ async def test_a_second_s_says_the_run_is_still_stopping_while_its_workers_end(m
     finally:
         for gate in gates:
             gate.set()
+
+
+# -- 3: Watch says the run is stopping, not that a variant starts ------------------------------------
+
+async def test_watch_says_the_run_is_stopping_where_it_said_a_variant_was_starting(monkeypatch):
+    """Stopped before any variant reported (its worker still starting), Watch said `starting
+    simplenet-torchscript-2 (worker, model)` beside the top line's `stopping`: the variants
+    not started will not start. It says the run is stopping, and so does its plot."""
+    held = held_from(monkeypatch, 1)
+    app = replay_app("two-backends")
+    release = threading.Event()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: len(held) == 1, "the first worker started")
+        await until(pilot, lambda: "starting" in text(app, "#stats"), text(app, "#stats"))
+        session = app.active.session
+        stop = session.stop
+
+        def slow_stop() -> None:                   # a worker that takes its time to end
+            release.wait(300)                      # (bounds a failure only)
+            stop()
+        session.stop = slow_stop
+        try:
+            await pilot.press("s")
+            await until(pilot, lambda: status(app).startswith("stopping #1"), status(app))
+            await pilot.pause()
+            stats = " ".join(text(app, "#stats").split())
+            assert "starting" not in stats and stats.startswith("stopping #1 simplenet"), stats
+            assert len(stats) <= 78, stats                # one line at 80 columns
+            plot = app.main.query_one("#plot")
+            assert plot.empty == "run #1 stopping", plot.empty
+        finally:
+            release.set()
+        await until(pilot, lambda: app.active is None, "stopped")
+        assert "before its first call: nothing measured" in text(app, "#stats"), text(app, "#stats")

@@ -165,10 +165,21 @@ gives 5 1 2 3 4)."""
         self.query_one(TelemetryPanel).idle(record.name)
 
     def run_changed(self, record) -> None:
-        """Its stop began (`s`): the variant shown says "stopping" at once."""
-        if record is self.app.shown:
-            self._dirty = True
-            self.redraw(force=True)
+        """Its stop began (`s`): the variant shown says "stopping" at once; before any
+        variant reported, the run is said to be stopping, as the top line says (it said
+        `starting simplenet-torchscript-2 (worker, model)` beside `stopping #1 ...`, and a
+        variant not started will not start: the fourteenth walk)."""
+        if record is not self.app.shown:
+            return
+        self._dirty = True
+        self.redraw(force=True)
+        if record.stopping and record.watched() is None:
+            panel = self.query_one(StatsPanel)
+            variants = f"{len(record.specs)} variants" if len(record.specs) > 1 else record.specs[0].label
+            before = f"stopping {record.name} before {record.first_call()}"
+            panel.waiting(fitting(record.untitled(f"{before}: {variants} will not start", before),
+                                  panel.size.width or self.app.size.width - 2))
+            self.query_one(TimePlot).say(f"run #{record.id} stopping")
 
     def redraw(self, force: bool = False) -> None:
         record = self.app.shown
