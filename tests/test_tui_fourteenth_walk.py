@@ -12,9 +12,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from textual.widgets import Input, Select
 
 from couplescope.core.session import Session
 from couplescope.frontends.tui.compare_screen import CompareScreen
+from couplescope.frontends.tui.form import PickForm
 from test_tui_first_use import text
 from test_tui_keys import toasts
 from test_tui_ninth_walk_keys import one_read
@@ -152,3 +154,28 @@ async def test_watch_says_the_run_is_stopping_where_it_said_a_variant_was_starti
             release.set()
         await until(pilot, lambda: app.active is None, "stopped")
         assert "before its first call: nothing measured" in text(app, "#stats"), text(app, "#stats")
+
+
+# -- 4: the top line says what r runs once the form describes another run ---------------------------
+
+async def test_the_top_line_says_what_r_runs_once_the_form_no_longer_describes_the_last_run(tmp_path):
+    """After a run, another preset picked: the top line kept `r runs again`, while r ran the
+    preset (the footer's `r run`). It says what r runs, in one row at 80 columns; a change
+    that leaves the run as it was (the export folder: where e writes) keeps `r runs again`."""
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = None                     # r runs the form from now on
+        form = app.main.query_one(PickForm)
+        app.runs[1].request = form.build()       # as after a run of the form's
+        form.query_one("#export", Input).value = str(tmp_path)
+        await until(pilot, lambda: form.export_dir() == str(tmp_path), "the export folder typed")
+        await pilot.press("w")
+        await until(pilot, lambda: "r runs again" in status(app), status(app))
+        form.query_one("#preset", Select).value = "cgdrag"
+        await until(pilot, lambda: "give way to the preset's" in status(app) or "gives way" in status(app),
+                    status(app))
+        await pilot.press("h")                   # (a key takes the form's note off)
+        await until(pilot, lambda: "gives way" not in status(app), status(app))
+        assert status(app) == "#1 simplenet finished: e exports, c compares, r runs cgdrag, as Pick (p) shows", \
+            status(app)

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input, ProgressBar
 from couplescope.core import replay, synthetic
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
+from couplescope.frontends.tui.form import PickForm
 from couplescope.protocol.spec import RunSpec
 from test_tui_first_use import text
 from test_tui_fourth_walk_form import table_rows
@@ -47,6 +48,7 @@ async def test_after_a_run_the_top_line_says_r_will_not_run_while_the_form_is_re
         await run_replay(pilot)
         assert "r runs again" in status(app), status(app)
         app.recording = None   # r runs the form from now on, as after a run of the form's
+        app.runs[1].request = app.main.query_one(PickForm).build()   # (the recording's was the run's)
         field = app.main.query_one("#save_model", Input)
         field.focus()
         await pilot.press("m")

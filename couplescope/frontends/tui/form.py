@@ -309,7 +309,7 @@ class PickForm(PresetFields, Vertical):
             self.post_message(FormChanged(False, str(exc)))
             return
         self.mark_refused(None)
-        self.post_message(FormChanged(True))
+        self.post_message(FormChanged(True, request=req))
         preset = self.preset_values
         preview.update(run_line(req.specs, list(self.query_one("#backends", SelectionList).selected),
                                 (preset or {}).get(BACKEND, ()) if preset is not None else None,

@@ -55,12 +55,13 @@ class Exported(RunMessage):
 
 class FormChanged(Message):
     """The form's Run line was drawn again: whether `r` would run something now, and
-    when not, why (`reason`: the Run line's words)."""
+    when not, why (`reason`: the Run line's words); `request`: the run r would start."""
 
-    def __init__(self, runnable: bool, reason: str | None = None) -> None:
+    def __init__(self, runnable: bool, reason: str | None = None, request=None) -> None:
         super().__init__()
         self.runnable = runnable
         self.reason = reason
+        self.request = request
 
 
 class CatalogueLoaded(Message):

@@ -18,6 +18,8 @@ lines, never cut, and the tab bar stays whole under them: the view gives the row
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.cells import cell_len
 from textual import events
 from textual.css.query import NoMatches
@@ -88,6 +90,25 @@ def with_r_refused(shown: list[str], refused: str) -> list[str]:
     return said
 
 
+def runs_other(title: str) -> tuple[str, ...]:
+    """What r runs, in place of "r runs again", while the form describes another run than
+    the last: its title (the footer offers `r run`), else where to read it."""
+    return (f"r runs {title}, as Pick (p) shows", "r runs what Pick (p) shows")
+
+
+def with_r_other(shown: list[str], title: str) -> list[str]:
+    """An ended run's words (`shown`, its forms) while the form describes another run:
+    each form says what r runs in place of "r runs again" (after another preset was picked
+    it promised the last run again, and r ran the preset: the fourteenth walk), then each
+    with the shorter words."""
+    return [words.replace(RUNS_AGAIN, what) for what in runs_other(title) for words in shown]
+
+
+def same_run(request, other) -> bool:
+    """Whether two runs' requests run the same (where `e` writes them aside)."""
+    return replace(request, export=None) == replace(other, export=None)
+
+
 class StatusLine(Static):
     """The top line: the first of its words' forms that fits its width, chosen again when
     the terminal's width changes."""
@@ -129,6 +150,8 @@ class TopLine:
     _refusal_toasts: set = set()
     #: what the form said of r last (FormChanged): whether it runs, and if not, why
     _form_runs: tuple[bool, str | None] = (True, None)
+    #: the run the form describes (FormChanged), while r runs it
+    _form_request = None
 
     def say_why_not(self, text: Words, severity: str = "warning", timeout: float | None = None,
                     toast: bool = True) -> None:
@@ -247,6 +270,14 @@ class TopLine:
         runnable, reason = self._form_runs
         return None if runnable or self.recording else reason or "nothing to run"
 
+    def _r_runs_other(self) -> bool:
+        """Whether r runs another run than the last (the form changed since: another preset,
+        another value); a recording plays whatever the form says."""
+        if self.recording or not self.runs or self._form_request is None:
+            return False
+        last = self.runs[max(self.runs)].request
+        return last is not None and not same_run(self._form_request, last)
+
     def _show_status(self, text: Words, where: Words = "") -> None:
         """The line's forms: each form of `text` with each of `where` (when said), in order."""
         wheres = forms(where) if where and not self.history_shown() else ("",)
@@ -254,6 +285,8 @@ class TopLine:
         refused = self._r_refused()
         if refused and self.active is None:
             shown = with_r_refused(shown, refused)
+        elif self.active is None and self._r_runs_other():
+            shown = with_r_other(shown, self._form_request.title)
         try:
             status = self.main.query_one("#status", StatusLine)
         except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
@@ -266,9 +299,10 @@ class TopLine:
         or why it will not (the Run line's reason: with a model picked, a value the run
         refuses left the top line saying to pick one). A key that could not act says why,
         and the next change of the form replaces that. After a run, the ended run's words
-        say why r will not run in place of "r runs again" (_show_status); before one, Watch
+        say why r will not run in place of "r runs again", or what it runs once the form
+        describes another run (_show_status); before one, Watch
         and History say what r would do (no_run_words)."""
-        self._form_runs = (msg.runnable, msg.reason)
+        self._form_runs, self._form_request = (msg.runnable, msg.reason), msg.request
         if self.runs:
             if self._refusal is None and self.active is None:
                 self._show_status(self._status, self._where)
