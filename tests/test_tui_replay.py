@@ -94,7 +94,8 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         assert isinstance(app.screen, CompareScreen)
         table = app.screen.query_one("#compare-table")
         rows = [[str(c).strip() for c in table.get_row(k)] for k in table.rows]
@@ -124,7 +125,8 @@ async def test_compare_at_80_columns_shows_checks_and_every_key():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         widths = [c.get_render_width(table) for c in table.columns.values()]
         assert [str(c.label).strip() for c in table.columns.values()][:3] == ["box", "variant", "checks"]
@@ -146,7 +148,8 @@ async def test_compare_at_80_columns_fits_every_column_of_long_names():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         labels = [str(c.label).strip() for c in table.columns.values()]
         assert labels[0] == "box" and labels[-1] == "n" and "compile" in labels
@@ -209,7 +212,8 @@ async def test_compile_times_are_noted_and_compared():
                    for n in app.notes)
         assert sum("compiled with torch.compile in " in n for n in app.notes) == 2
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         compiled = {str(table.get_row(k)[1]).strip(): str(table.get_row(k)[7]).strip() for k in table.rows}
         assert compiled["simplenet-torchscript-2"] == "-"
@@ -352,7 +356,8 @@ async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes()
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         assert screen.plotted == [[f"#1 deep-linear-torchscript-{n}" for n in (8, 16, 32)],
@@ -370,7 +375,8 @@ async def test_v_without_a_sweep_says_why():
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         await pilot.press("v")
         await pilot.pause()
         assert app.screen.plotted is None

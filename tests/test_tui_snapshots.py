@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_tui_replay import replay_app, run_replay
+from test_tui_replay import replay_app, run_replay, until
 
 
 #: the registries' entries the snapshots show, pinned: a backend, host, view or option added
@@ -133,9 +133,13 @@ def test_main_screen_after_a_run(snap_compare):
 
 
 def test_compare_view(snap_compare):
+    from couplescope.frontends.tui.compare_screen import CompareScreen
+
     async def before(pilot):
         await after_a_run(pilot)
         await pilot.press("c")
+        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await pilot.pause()   # (laid out)
         await settle(pilot)
 
     assert snap_compare(with_catalogue("two-backends"), terminal_size=(120, 40), run_before=before)
