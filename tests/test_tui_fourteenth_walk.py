@@ -179,3 +179,28 @@ async def test_the_top_line_says_what_r_runs_once_the_form_no_longer_describes_t
         await until(pilot, lambda: "gives way" not in status(app), status(app))
         assert status(app) == "#1 simplenet finished: e exports, c compares, r runs cgdrag, as Pick (p) shows", \
             status(app)
+
+
+# -- the helper's find: srun put on PATH while the app is open ------------------------------------
+
+async def test_srun_appearing_while_the_app_is_open_changes_no_field_and_r_still_reads_the_form(monkeypatch):
+    """slurm-client was installed while an app was open: `r` then failed with `No nodes match
+    '#nodes'` (the form was built without the --nodes field, and reading it asked for srun
+    again). The form reads the fields it built; a Slurm appearing later is for the next app.
+    Whether srun is on PATH is what slurm.present() reads: here it answers as before and
+    after the install."""
+    from couplescope.backends.mpi import slurm
+
+    installed = []
+    monkeypatch.setattr(slurm, "present", lambda: bool(installed))
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.query_one(PickForm)
+        assert not form.query("#nodes")
+        installed.append("srun")   # slurm-client installed now
+        assert "nodes" not in form.options().overrides   # what r reads
+        form.query_one("#preset", Select).value = "simplenet"   # the preset's fields shown again
+        await until(pilot, lambda: "simplenet" in text(app, "#preview"), "the Run line for the preset")
+        assert "nodes" not in form.options().overrides
+        await pilot.press("r")
+        await until(pilot, lambda: len(app.runs) == 1, "the run started")

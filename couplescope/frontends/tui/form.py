@@ -132,9 +132,12 @@ class PickForm(PresetFields, Vertical):
                    "hosts": hosts.names()}
         self.backend_status = {name: None for name in backends.names()}
         width = label_width()
+        # the fields built now are the ones read later: a Slurm installed while the app is
+        # open (srun on PATH) is for the next app, not a field this form never made
+        self.fields_built = frozenset(o.name for o in declared.OPTIONS if offered(o))
         for group in declared.GROUPS:
             members = [o for o in declared.OPTIONS if o.group == group and o.name != BACKEND
-                       and offered(o)]
+                       and self.offers(o)]
             if not members and group != FIRST_GROUP:
                 continue
             if group != FIRST_GROUP:
@@ -267,7 +270,7 @@ class PickForm(PresetFields, Vertical):
         the default), and what the command line gave that the form has no field for."""
         values, lists = {}, {}
         for option in declared.OPTIONS:
-            if option.name == BACKEND or not offered(option):
+            if option.name == BACKEND or not self.offers(option):
                 continue
             value = fields.read(option, self.query_one(f"#{option.name}"))
             if value is None:
@@ -278,7 +281,7 @@ class PickForm(PresetFields, Vertical):
         model = values.pop("model", None)
         run = {o.name: values.pop(o.name) for o in declared.RUN_OPTIONS if o.name in values}
         overrides = {k: v for k, v in self.initial.overrides.items()
-                     if k not in declared.BY_NAME or not offered(declared.BY_NAME[k])}
+                     if k not in declared.BY_NAME or not self.offers(declared.BY_NAME[k])}
         overrides.update(values)
         return RunOptions(preset=preset if isinstance(preset, str) else None, model=model,
                           backends=backends or None, sizes=lists.get("size"),
@@ -344,7 +347,7 @@ class PickForm(PresetFields, Vertical):
         not what its declaration or the preset says (a default that depends on the task or
         the model is the request's to decide): the field and the Run line never disagree."""
         for option in declared.SPEC_OPTIONS:
-            if option.kind not in (int, float) or option.sweep or not offered(option):
+            if option.kind not in (int, float) or option.sweep or not self.offers(option):
                 continue
             field = self.query_one(f"#{option.name}", Input)
             if field.value:

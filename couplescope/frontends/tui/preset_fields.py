@@ -13,7 +13,7 @@ from textual.widgets import Checkbox, Input, Label, Select, SelectionList
 from couplescope.frontends.tui import fields
 from couplescope.frontends.tui.backends_list import CheckList, heading
 from couplescope.frontends.tui.blanks import Blank, blank_for, value_words
-from couplescope.frontends.tui.fields import BACKEND, offered
+from couplescope.frontends.tui.fields import BACKEND
 from couplescope.protocol import options as declared
 from couplescope.protocol.errors import UsageError
 
@@ -70,6 +70,13 @@ def filled_words(option, value, widget) -> str:
 class PresetFields:
     """The preset's side of the form (see the module docstring)."""
 
+    #: the options whose fields the form built (PickForm._fields)
+    fields_built: frozenset[str] = frozenset()
+
+    def offers(self, option) -> bool:
+        """Whether the form has this option's field: decided once, when it was built."""
+        return option.name in self.fields_built
+
     def _fill_backends(self) -> None:
         backends = (self.preset_values or {}).get(BACKEND, ())
         self.query_one("#backends", CheckList).fill(self.backend_status, backends)
@@ -80,7 +87,7 @@ class PresetFields:
         blank already is; the backends the preset runs are marked."""
         self.preset_values = preset_values(preset)
         for option in declared.OPTIONS:
-            if option.name == BACKEND or not offered(option):
+            if option.name == BACKEND or not self.offers(option):
                 continue
             widget = self.query_one(f"#{option.name}")
             if isinstance(widget, Select):
@@ -132,7 +139,7 @@ class PresetFields:
         the top line (gone without a word, the twelfth walk)."""
         cleared = []
         for option in declared.OPTIONS:
-            if not values.get(option.name) or not offered(option):
+            if not values.get(option.name) or not self.offers(option):
                 continue
             widget = self.query_one("#backends" if option.name == BACKEND else f"#{option.name}")
             if self.holds_the_command_line_s(option, widget):
@@ -173,7 +180,7 @@ class PresetFields:
         words = []
         for option in sorted(declared.OPTIONS, key=lambda o: (o.name != "model", o.name != "size")):
             by_the_preset = bool((self.preset_values or {}).get(option.name))
-            if not offered(option) or (option.name in NAMED_APART
+            if not self.offers(option) or (option.name in NAMED_APART
                                        and not (option.name == "model" and by_the_preset)):
                 continue   # (a model picked over a preset's: the line names no model else)
             if option.name in SAID_ELSEWHERE | COUNTED and not by_the_preset:
