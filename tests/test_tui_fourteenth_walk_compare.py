@@ -108,3 +108,31 @@ async def test_compare_opens_on_the_task_a_run_measured_not_on_a_stopped_run_s(h
         lines = await heading(pilot)
         assert lines[0].startswith("compare #1 simplenet: inference calls"), lines
         assert lines[-1] == "not compared: #2 simplenet-train stopped before its first step", lines
+
+
+@pytest.mark.parametrize("count", [1, 3, 12])
+def test_the_left_out_line_fits_78_columns_with_many_runs_of_nothing_and_of_the_other_task(count):
+    """Runs stopped before their first call (the catalogue's longest title, two digits of run
+    number) beside three runs of the other task: lines of at most the 78 columns compare
+    gives them at 80 (one, or where both do not fit one, a line each: one cut across two
+    rows was the eleventh walk's), naming every run or saying how many made nothing, and
+    what tab does."""
+    from types import SimpleNamespace
+
+    from couplescope.frontends.tui.compare_table import title_lines
+
+    def run(i, status="stopped"):
+        return SimpleNamespace(id=i, title="deep-linear-cudagraph", name=f"#{i} deep-linear-cudagraph",
+                               status=status, unit=lambda: "call", first_call=lambda: "its first call")
+
+    measured = [run(40, "finished")]
+    empty = [run(10 + i) for i in range(count)]
+    others = [run(i, "finished") for i in (1, 2, 3)]
+    lines = title_lines(measured + empty, "infer", others, 78, empty=empty)
+    assert all(len(line) <= 78 for line in lines), lines
+    assert lines[0].startswith("compare #40 deep-linear-cudagraph: "), lines
+    left = [line for line in lines if line.startswith("not compared: ")]
+    assert 1 <= len(left) <= 2 and lines[-len(left):] == left, lines
+    assert any(line.endswith("tab compares those") and all(f"#{i}" in line for i in (1, 2, 3)) for line in left), lines
+    said = " ".join(left)
+    assert all(f"#{r.id}" in said for r in empty) or f"{count} runs made no call" in said, lines

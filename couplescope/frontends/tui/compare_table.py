@@ -95,29 +95,42 @@ def title_lines(records, task: str, others, width: int, scrolls: bool = False, e
     if len(head) + 3 + len(lines[1]) <= width:
         lines = [f"{head}  {lines[1]}"]
     if others or empty:
-        lines.append(left_out_line(others, "infer" if task == "train" else "train", width, empty))
+        lines += left_out_lines(others, "infer" if task == "train" else "train", width, empty)
     if scrolls:
         lines.append("the table is wider than the screen: it scrolls sideways (the arrow keys)")
     return lines
 
 
-def left_out_line(others, other: str, width: int, empty=()) -> str:
-    """The runs left out, in the longest form that fits `width` (the eleventh walk: `...
-    other work; tab compares` / `those` took two rows at 80 columns): the runs that made
-    nothing and why (nothing_words), then those of the other task, by their names, else
-    their numbers; `other work` given up first."""
-    numbers = ", ".join(f"#{r.id}" for r in others)
-    forms = [f"{runs}'s {TASK_WORDS[other]}{tail}"
-             for runs in (runs_words(others, width // 3), numbers)
-             for tail in (", other work; tab compares those", "; tab compares those")] if others else [""]
+def left_out_lines(others, other: str, width: int, empty=()) -> list[str]:
+    """The runs left out, in one line of the longest form that fits `width` (the eleventh
+    walk: `... other work; tab compares` / `those` took two rows at 80 columns): the runs
+    that made nothing and why (nothing_words), then those of the other task, by their
+    names, else their numbers; `other work` given up first. Where no form of both fits one
+    line, a line each."""
+    theirs = other_forms(others, other, width) if others else [""]
     forms = ["not compared: " + "; ".join(part for part in (nothing, form) if part)
-             for nothing in nothing_words(empty) for form in forms]
-    return next((form for form in forms if len(form) <= width), forms[-1])
+             for nothing in nothing_words(empty)[:3] for form in theirs]
+    fitting = next((form for form in forms if len(form) <= width), None)
+    if fitting is not None:
+        return [fitting]
+    nothing = [f"not compared: {words}" for words in nothing_words(empty)]
+    return [next((form for form in nothing if len(form) <= width), nothing[-1]),
+            next((form for form in (f"not compared: {t}" for t in theirs) if len(form) <= width),
+                 f"not compared: {theirs[-1]}")]
+
+
+def other_forms(others, other: str, width: int) -> list[str]:
+    """The other task's runs and what tab does, longest first."""
+    numbers = ", ".join(f"#{r.id}" for r in others)
+    return [f"{runs}'s {TASK_WORDS[other]}{tail}"
+            for runs in (runs_words(others, width // 3), numbers)
+            for tail in (", other work; tab compares those", "; tab compares those")]
 
 
 def nothing_words(empty) -> list[str]:
     """The runs that made no call or step and why, longest first: `#2 simplenet stopped
-    before its first call`, `#2 stopped before its first call`, `#2, #4 stopped: no call`."""
+    before its first call`, `#2 stopped before its first call`, `#2, #4 stopped: no call`,
+    `2 runs made no call` (only where a line of their own is not wide enough for more)."""
     if not empty:
         return [""]
 
@@ -135,7 +148,8 @@ def nothing_words(empty) -> list[str]:
         grouped.setdefault(why(r, True), []).append(f"#{r.id}")
     return [", ".join(f"{r.name} {why(r, False)}" for r in empty),
             ", ".join(f"#{r.id} {why(r, False)}" for r in empty),
-            ", ".join(f"{', '.join(ids)} {words}" for words, ids in grouped.items())]
+            ", ".join(f"{', '.join(ids)} {words}" for words, ids in grouped.items()),
+            f"{len(empty)} runs made no {empty[0].unit()}" if len(empty) > 1 else f"#{empty[0].id} made no {empty[0].unit()}"]
 
 
 def spaced(cell) -> Text:
