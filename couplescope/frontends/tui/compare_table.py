@@ -111,8 +111,8 @@ def left_out_lines(others, other: str, width: int, empty=()) -> list[str]:
     forms = ["not compared: " + "; ".join(part for part in (nothing, form) if part)
              for nothing in nothing_words(empty)[:3] for form in theirs]
     fitting = next((form for form in forms if len(form) <= width), None)
-    if fitting is not None:
-        return [fitting]
+    if fitting is not None or not (empty and others):
+        return [fitting or forms[-1]]
     nothing = [f"not compared: {words}" for words in nothing_words(empty)]
     return [next((form for form in nothing if len(form) <= width), nothing[-1]),
             next((form for form in (f"not compared: {t}" for t in theirs) if len(form) <= width),
