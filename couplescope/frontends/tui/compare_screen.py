@@ -31,7 +31,7 @@ from couplescope.frontends.tui.compare_table import (TASK_WORDS, UNIT_WORDS, alo
                                                       paired_lines, ranking_lines, slower_smaller, spaced, task_columns,
                                                       title_lines, verdict_text)
 from couplescope.frontends.tui.compare_sweep import SweepKey, SweepPlot
-from couplescope.frontends.tui.compare_variants import combined, named, tasks
+from couplescope.frontends.tui.compare_variants import combined, latest_task, named, tasks
 from couplescope.frontends.tui.footer import SteadyFooter
 from couplescope.frontends.tui.like_ratios import (like_lines, like_ratios, own_pairs, ratio_cell, row_size,
                                                      size_cell, sizes_differ)
@@ -98,7 +98,7 @@ class CompareScreen(SweepPlot, Screen):
         every = combined(self.records).variants
         self.tasks = tasks(self.records, named(self.records, every), every)
         present = [t for t in TASKS if t in self.tasks.values()]
-        latest = next((self.tasks[n] for n in reversed(self.tasks)), "infer")   # the latest run's
+        latest = latest_task(self.tasks, every)   # the latest run's that made something
         self.compared_task = task if task in present else latest
         self.plotted: list[list[str]] | None = None   # the sweep's series drawn (None: boxes)
         self.sweeps: list[list[str]] = []             # the plotted variants' sweeps (v: by size)
@@ -262,7 +262,7 @@ class CompareScreen(SweepPlot, Screen):
             shown = cut_names(shown, fitted.name_width,
                               {"" if one_run else f"#{r.id} ": r.title for r in compared})
         lines = [[spaced(cell) for cell in line] for line in self.lines(columns, rows, box, shown)]
-        title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls)
+        title = title_lines(compared, self.compared_task, self.others, self.app.size.width - 2, fitted.scrolls, [r for r in self.records if not r.measured()])
         self.query_one("#compare-title", Static).update(Text("\n".join(title)))
         notes = ranking_lines(list(rows.values()), box, None if self.paired else self.runs_alone())
         if self.ranks():

@@ -2,7 +2,8 @@
 
 A compared set holds the variants of one task at a time (an inference call and a training
 step are different work: a ratio between them ranks nothing), so the columns are that
-task's, and the title says which runs of the other task were left out and why. The
+task's, and the title says which runs were left out and why (the other task's, and those
+that made nothing). The
 columns must fit the screen whole: a number cut at the screen's edge reads as another
 number (`1.3158E` for 1.3158E-02). So they are fitted before the table is drawn: the
 names give way first (the start they share left out, then each cut between its words,
@@ -80,29 +81,75 @@ def runs_words(records, width: int) -> str:
     return f"{ids} {titles.pop()}" if len(titles) == 1 else f"runs {ids}"
 
 
-def title_lines(records, task: str, others, width: int, scrolls: bool = False) -> list[str]:
-    """The title: what is compared and what its columns hold; the runs of the other task
-    left out and why (`others`: their records); whether the table scrolls sideways."""
-    head = f"compare {runs_words(records, width // 2)}: {TASK_WORDS[task]}"
+def title_lines(records, task: str, others, width: int, scrolls: bool = False, empty=()) -> list[str]:
+    """The title: what is compared and what its columns hold; the runs left out and why
+    (`others`: the records of the other task's runs; `empty`: runs that made no call or
+    step, whose rows say `no calls`: the fourteenth walk's compare of every run named a
+    run stopped before its first call among those compared, and nothing said why it had
+    no box); whether the table scrolls sideways."""
+    shown = [r for r in records if r not in empty] or list(records)   # (none measured: all of them)
+    empty = sorted((r for r in [*records, *others] if r in empty and r not in shown), key=lambda r: r.id)
+    others = [r for r in others if r not in empty]
+    head = f"compare {runs_words(shown, width // 2)}: {TASK_WORDS[task]}"
     lines = [head, f"({TASK_COLUMNS_WORDS[task]})"]
     if len(head) + 3 + len(lines[1]) <= width:
         lines = [f"{head}  {lines[1]}"]
-    if others:
-        lines.append(left_out_line(others, "infer" if task == "train" else "train", width))
+    if others or empty:
+        lines += left_out_lines(others, "infer" if task == "train" else "train", width, empty)
     if scrolls:
         lines.append("the table is wider than the screen: it scrolls sideways (the arrow keys)")
     return lines
 
 
-def left_out_line(others, other: str, width: int) -> str:
-    """The runs of the other task left out, in the longest form that fits `width` (the
-    eleventh walk: `... other work; tab compares` / `those` took two rows at 80 columns):
-    the runs' names, else their numbers; `other work` given up first."""
+def left_out_lines(others, other: str, width: int, empty=()) -> list[str]:
+    """The runs left out, in one line of the longest form that fits `width` (the eleventh
+    walk: `... other work; tab compares` / `those` took two rows at 80 columns): the runs
+    that made nothing and why (nothing_words), then those of the other task, by their
+    names, else their numbers; `other work` given up first. Where no form of both fits one
+    line, a line each."""
+    theirs = other_forms(others, other, width) if others else [""]
+    forms = ["not compared: " + "; ".join(part for part in (nothing, form) if part)
+             for nothing in nothing_words(empty)[:3] for form in theirs]
+    fitting = next((form for form in forms if len(form) <= width), None)
+    if fitting is not None or not (empty and others):
+        return [fitting or forms[-1]]
+    nothing = [f"not compared: {words}" for words in nothing_words(empty)]
+    return [next((form for form in nothing if len(form) <= width), nothing[-1]),
+            next((form for form in (f"not compared: {t}" for t in theirs) if len(form) <= width),
+                 f"not compared: {theirs[-1]}")]
+
+
+def other_forms(others, other: str, width: int) -> list[str]:
+    """The other task's runs and what tab does, longest first."""
     numbers = ", ".join(f"#{r.id}" for r in others)
-    forms = [f"not compared: {runs}'s {TASK_WORDS[other]}{tail}"
-             for runs in (runs_words(others, width // 3), numbers)
-             for tail in (", other work; tab compares those", "; tab compares those")]
-    return next((form for form in forms if len(form) <= width), forms[-1])
+    return [f"{runs}'s {TASK_WORDS[other]}{tail}"
+            for runs in (runs_words(others, width // 3), numbers)
+            for tail in (", other work; tab compares those", "; tab compares those")]
+
+
+def nothing_words(empty) -> list[str]:
+    """The runs that made no call or step and why, longest first: `#2 simplenet stopped
+    before its first call`, `#2 stopped before its first call`, `#2, #4 stopped: no call`,
+    `2 runs made no call` (only where a line of their own is not wide enough for more)."""
+    if not empty:
+        return [""]
+
+    def why(r, short: bool) -> str:
+        unit = r.unit()
+        if r.status == "running":
+            return f"no {unit} yet"
+        if r.status in ("stopped", "error"):
+            how = "stopped" if r.status == "stopped" else "failed"
+            return f"{how}: no {unit}" if short else f"{how} before {r.first_call()}"
+        return f"made no {unit}"
+
+    grouped: dict[str, list[str]] = {}
+    for r in empty:
+        grouped.setdefault(why(r, True), []).append(f"#{r.id}")
+    return [", ".join(f"{r.name} {why(r, False)}" for r in empty),
+            ", ".join(f"#{r.id} {why(r, False)}" for r in empty),
+            ", ".join(f"{', '.join(ids)} {words}" for words, ids in grouped.items()),
+            f"{len(empty)} runs made no {empty[0].unit()}" if len(empty) > 1 else f"#{empty[0].id} made no {empty[0].unit()}"]
 
 
 def spaced(cell) -> Text:

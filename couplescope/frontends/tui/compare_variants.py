@@ -1,6 +1,7 @@
 """Which variants a compare holds: every variant of the compared runs, named "#run
 variant", in one ResultsBuilder (combined), those a stop left without an event included
-(named), and each one's task (tasks): the compare screen shows one task at a time.
+(named), and each one's task (tasks): the compare screen shows one task at a time, first
+the latest that made a call or step (latest_task).
 """
 
 from __future__ import annotations
@@ -79,3 +80,11 @@ def tagged_plan(plan: dict, tag: str) -> dict:
     return {**plan, "variants": [tag + n for n in plan.get("variants") or []],
             "orders": [[tag + n for n in order] for order in plan.get("orders") or []],
             **({"baseline": tag + plan["baseline"]} if plan.get("baseline") else {})}
+
+
+def latest_task(found: dict[str, str], variants: dict) -> str:
+    """The task compare opens on: that of the latest run's variants that made a call or
+    step, else the latest run's (an inference run, then a training run stopped before its
+    first step: compare opened on a table of nothing, the run that measured not compared)."""
+    made = [n for n in found if n in variants and variants[n].calls.count]
+    return next((found[n] for n in reversed(made or list(found))), "infer")

@@ -7,7 +7,11 @@ show (laid out again at a new width, it kept the variant itself and counted its 
 anew: `10 010/10 010 steps` beside an 83% bar). Its lines are decided from the whole run
 (`plan`), not from each variant's words, so its height stays through a run: a long
 variant name put the counts on a second line and a short one back, and `n=10 000 timed`
-pushed `noisy` to a line of its own, and the plot under it grew and shrank by a row.
+pushed `noisy` to a line of its own, and the plot under it grew and shrank by a row. The
+figures and `n=` share a line wherever the words shown fit it (decided for the widest
+figures a run could have, `n=3 000 timed` took a row of its own beside 50 columns of
+figures at 80: the fourteenth walk); the panel never gets shorter within a run, so a
+break they need later costs the plot a row once, never one back and forth.
 """
 
 from __future__ import annotations
@@ -22,9 +26,6 @@ from couplescope.frontends.tui.watch_widgets import KIND_LEGEND, calls_done
 from couplescope.frontends.tui.top_line import NO_RUN_WORDS
 from couplescope.frontends.tui.whole_numbers import wrapped
 from couplescope.protocol.step_words import NOT_JUDGED
-
-#: the widest a time is written (formatting.seconds: `116.2 ms`, `999.9 µs`)
-WIDEST_TIME = "999.9 µs"
 
 
 def call_counts(variant, spec: dict | None = None) -> str:
@@ -52,11 +53,11 @@ def counts_words(done: dict[str, int], spec: dict, training: bool) -> str:
     return f"{fmt.thousands(total)}/{fmt.thousands(planned) if planned else '?'} {unit} = " + " + ".join(parts)
 
 
-def widest_words(record) -> tuple[int, int, int, int, str]:
+def widest_words(record) -> tuple[int, int, str]:
     """The widest the run's variants can make the panel's pieces, in columns: the head
-    (the longest name, `stopping` or a training run's `not judged`, every call checked, the last round), the counts (every
-    call made), the figures (`median 999.9 µs ... max 999.9 µs`) and `n=10 000 timed  noisy`;
-    and a training run's widest loss line (its lines are counted at the panel's width)."""
+    (the longest name, `stopping` or a training run's `not judged`, every call checked, the
+    last round) and the counts (every call made); and a training run's widest loss line
+    (its lines are counted at the panel's width)."""
     rounds = getattr(record.request, "rounds", None) or 1
     head = counts = timed = warmup = profiled = 0
     for spec in record.specs:
@@ -70,12 +71,11 @@ def widest_words(record) -> tuple[int, int, int, int, str]:
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
         timed, warmup = max(timed, planned["timed"]), max(warmup, planned["warmup"])
         profiled = max(profiled, planned["profiled"])
-    figures = len(f"median {WIDEST_TIME}  IQR {WIDEST_TIME}  min {WIDEST_TIME}  max {WIDEST_TIME}")
     loss = fmt.sci(-1.0)   # -1.0000E+00: the widest a loss is written
     losses = (f"loss {loss} at the first step, {loss} at the last "
               f"({fmt.made_words(timed, warmup, 'steps', profiled)})"
               if any(spec.task == "train" for spec in record.specs) else "")
-    return head, counts, figures, len(f"n={fmt.thousands(timed)} timed  noisy"), losses
+    return head, counts, losses
 
 
 class StatsPanel(Static):
@@ -83,7 +83,8 @@ class StatsPanel(Static):
     variant its loss and, once it ends, whether it learnt its task.
 
     The status and the counts on one line where the run's widest of them fit, else the
-    counts on a line of their own (80 columns); the same for the figures and `n=`. Within
+    counts on a line of their own (80 columns); the figures and `n=` on one line where
+    the ones shown fit. Within
     a run the panel never gets shorter (a training variant's loss line, a verdict). Before
     a variant has reported, what is happening (`waiting`), never "no run yet" while a run
     is going.
@@ -91,7 +92,7 @@ class StatsPanel(Static):
 
     _parts: tuple | None = None   # (head, counts, figures, n=, the rest) as the last show made them
     _waiting: str = NO_RUN_WORDS[True]   # before any run (WatchView.form_changed says more)
-    _widest: tuple = (0, 0, 0, 0, "")  # widest_words of the run shown
+    _widest: tuple = (0, 0, "")    # widest_words of the run shown
     _most = 0                      # the lines it has had in this run (at this width)
     _width = 0                     # the width they were laid out in
 
@@ -155,7 +156,7 @@ class StatsPanel(Static):
             text = self._parts[0]
         else:
             text = self._lines(*self._parts, width)
-            losses = self._widest[4]
+            losses = self._widest[2]
             if losses:   # a training run's loss line as wide as it gets: its lines kept from the first step
                 planned = wrapped(self._lines(*self._parts[:4], losses, width), width)
                 self._most = max(self._most, planned.plain.count("\n") + 1)
@@ -166,11 +167,12 @@ class StatsPanel(Static):
         self.update(shown)
 
     def _lines(self, head: str, counts: str, figures: str, count: str, rest: str, width: int) -> str:
-        """The pieces on their lines: where the run's widest (or these, wider still) fit
-        one line, one line."""
-        widest = [max(w, len(Text.from_markup(p))) for w, p in zip(self._widest[:4], (head, counts, figures, count))]
+        """The pieces on their lines: the status and the counts where the run's widest of
+        them (or these, wider still) fit one line; the figures and `n=` where these do."""
+        widest = [max(w, len(Text.from_markup(p))) for w, p in zip(self._widest[:2], (head, counts))]
         after_head = "  " if widest[0] + 2 + widest[1] <= width else "\n"
-        after_figures = "  " if widest[2] + 2 + widest[3] <= width else "\n"
+        shown = len(Text.from_markup(figures)) + 2 + len(Text.from_markup(count))
+        after_figures = "  " if shown <= width else "\n"
         return f"{head}{after_head}{counts}\n{figures}{after_figures}{count}" + (f"\n{rest}" if rest else "")
 
 

@@ -34,8 +34,11 @@ class WatchView(AppView):
     it again: the plot stayed empty until the last round).
 
     Redrawn once a second, the plot's rate (plotext costs tens of milliseconds a plot), and
-    at once at an end or a stop: every redraw is CPU taken from the cores the worker is
-    measured on (benchmarks/ui_perturbation.py)."""
+    at once at an end or a stop, and when the variant shown makes its first calls (the count
+    read `0/313 calls` till the next second): every redraw is CPU taken from the cores the
+    worker is measured on (benchmarks/ui_perturbation.py). The figures come from the events
+    the app has handled: a count behind the worker by more than a redraw is the app's loop
+    behind on its events (on a loaded machine), which no redraw can show sooner."""
 
     key, title = "w", "Watch"
     focus_on = "#iteration-table"
@@ -77,6 +80,7 @@ gives 5 1 2 3 4)."""
         # (AppView.on_mount runs too: Textual calls every class's own on_mount, so calling
         # it here as well started a second redraw timer: every redraw twice)
         self._dirty = False         # statistics and progress to redraw
+        self._drawn = 0             # the calls of the shown variant the last redraw drew
         self._samples: dict = {}    # the latest telemetry sample per node, not drawn yet
         self._shown: str | None = None   # the variant whose calls the plot and table hold
         self._round: str | None = None   # what the status line says of the rounds
@@ -89,6 +93,7 @@ gives 5 1 2 3 4)."""
 
     def run_started(self, record) -> None:
         self._shown = self._round = None
+        self._drawn = 0
         self.query_one(TimePlot).say(f"run #{record.id} starting")
         self.query_one(IterationsTable).clear_rows()
         self.query_one(StatsPanel).plan(record)   # its lines, from the run's widest words
@@ -111,6 +116,11 @@ gives 5 1 2 3 4)."""
                 self.query_one(TimePlot).add(events)
                 self.query_one(IterationsTable).add_iterations(events)
             self._dirty = True
+            if not self._drawn and events[-1].get("variant") == record.watched():
+                # its first calls at once: `0/313 calls` stood beside a variant measuring
+                # till the next redraw (two seconds on a loaded machine: the fourteenth
+                # walk); once a variant, and a switch to another comes only with a redraw
+                self.redraw(force=True)
         elif kind == "telemetry":
             for ev in events:   # a multi-node job's nodes each send their own
                 self._samples[ev.get("node")] = (ev.get("sample") or {}, WORDS[record.unit(ev.get("variant"))])
@@ -198,7 +208,7 @@ gives 5 1 2 3 4)."""
             self._dirty = False
             variant = record.builder.variants.get(name)
             expected = record.expected(name)
-            done = sum(calls_done(variant).values()) if variant is not None else 0
+            done = self._drawn = sum(calls_done(variant).values()) if variant is not None else 0
             self.query_one(ProgressBar).update(total=expected or 1, progress=progress_shown(done, expected or 1))
             self.query_one(StatsPanel).show(variant, expected, record.spec_of(name),
                                             stopping=record.stopping and record is self.app.active)
