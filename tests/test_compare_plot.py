@@ -11,7 +11,7 @@ from couplescope.frontends.tui.box_rows import box_plot
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.results import saved, stats
 from test_plots_compare import document
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 
 
 def timed(name: str) -> list[list[float]]:
@@ -46,7 +46,7 @@ async def test_the_compare_view_marks_the_cut_whisker_with_its_end_at_80_columns
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         assert isinstance(app.screen, CompareScreen)
         plot = app.screen.query_one("#box-rows")
@@ -63,7 +63,7 @@ async def test_a_sweep_s_lines_are_named_as_the_table_names_the_variants():
     async with app.run_test(size=(120, 40)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         shown = str(app.screen.query_one("#compare-legend").render())   # the plot's key, under it
         assert "deep-linear-torchscript" in shown and "deep-linear-bridge-eager" in shown
@@ -78,7 +78,7 @@ async def test_two_runs_of_one_sweep_are_a_line_each():
         await pilot.pause()
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         screen = app.screen
         assert isinstance(screen, CompareScreen)

@@ -174,14 +174,14 @@ def test_the_gate_compares_the_undisturbed_rounds_when_two_are_left():
 async def test_the_apps_compare_view_says_cannot_rank_where_the_table_does():
     from couplescope.frontends.tui.app import CoupleScopeApp
     from couplescope.frontends.tui.compare_screen import CompareScreen
-    from test_tui_replay import run_replay, until
+    from test_tui_replay import compare_shown, run_replay, until
 
     app = CoupleScopeApp(load_catalogue=False, recording=replay.Recording(replay.read(FIXTURE), "stride"))
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         assert any(f"{OTHER} and {BASE} cannot be ranked: 4 of 4 rounds disturbed" in n for n in app.notes)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         assert isinstance(app.screen, CompareScreen)
         table = app.screen.query_one("#compare-table")

@@ -10,7 +10,7 @@ from textual import events
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.backends_list import CheckList
 from test_tui_fourth_walk_form import footer_keys
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 from test_tui_walkthrough import held_from, second_variant_held  # noqa: F401 (a fixture)
 
@@ -110,14 +110,14 @@ async def test_the_compare_screen_scrolls_keeps_its_row_says_its_export_and_what
     async with app.run_test(size=(80, 20)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")                               # one run: its ratios said
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         await until(pilot, lambda: "same-round pairs" in on_screen(app), on_screen(app))
         line = next(x for x in on_screen(app).splitlines() if "same-round pairs" in x)
         assert line.strip().startswith("ratios: from same-round pairs, to box") and len(line.rstrip()) <= 80, line
         await pilot.press("escape")
         await run_replay(pilot)                              # a second run: eight rows
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         screen = app.screen
         table, boxes = screen.query_one("#compare-table"), screen.query_one("#compare-boxes")
         await until(pilot, lambda: table.row_count == 8 and boxes.max_scroll_y > 0, "eight rows, the plot scrolls")
@@ -144,7 +144,7 @@ async def test_the_compare_screen_scrolls_keeps_its_row_says_its_export_and_what
         await until(pilot, lambda: table.cursor_row == 5, "row 6")
         # S7: c draws the screen again, the highlight where it was
         await pilot.press("c")
-        await until(pilot, lambda: app.screen is not screen and type(app.screen).__name__ == "CompareScreen",
+        await until(pilot, lambda: app.screen is not screen and compare_shown(app),
                     "drawn again")
         await until(pilot, lambda: app.screen.query_one("#compare-table").row_count == 8, "its rows")
         await pilot.pause()
@@ -197,7 +197,7 @@ async def test_every_variant_of_each_stopped_run_is_listed(second_variant_held):
             await pilot.press("s")
             await until(pilot, lambda: app.active is None, f"run #{run} stopped")
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         table = app.screen.query_one("#compare-table")
         await until(pilot, lambda: table.row_count >= 2, "the compare's rows")
         await pilot.pause()

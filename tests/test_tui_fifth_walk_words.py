@@ -14,7 +14,7 @@ import pytest
 
 from test_tui_first_use import text
 from test_tui_fourth_walk_run import stopped_in_round_one, top_lines  # noqa: F401 (a fixture)
-from test_tui_replay import replay_app, until
+from test_tui_replay import compare_shown, replay_app, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -111,7 +111,7 @@ async def test_already_exported_goes_with_the_next_key_and_h_is_not_said_over_hi
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("h", "c")
-        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await until(pilot, lambda: compare_shown(app), "the compare screen")
         await pilot.press("e")                           # exported from the compare screen ...
         await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
         exported = f"#1 simplenet exported to {os.path.basename(app.runs[1].export_path)}"

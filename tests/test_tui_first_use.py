@@ -21,7 +21,7 @@ from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.protocol import options as declared
 from couplescope.results.builder import ResultsBuilder
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -260,7 +260,7 @@ async def compare(pilot):
     app = pilot.app
     await run_replay(pilot)
     await pilot.press("c")
-    await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+    await until(pilot, lambda: compare_shown(app), app.screen)
     await pilot.pause()
 
 

@@ -20,7 +20,7 @@ from couplescope.frontends.tui.form import PickForm
 from test_tui_first_use import text
 from test_tui_keys import toasts
 from test_tui_ninth_walk_keys import one_read
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_walkthrough import held_from, runs_of
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -50,7 +50,7 @@ async def test_c_from_history_says_comparing_before_it_builds_compare_and_not_af
         await until(pilot, lambda: app.main.query_one("#tabs").active == "history", "History")
         before = status(app)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, CompareScreen), "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         assert seen == ["comparing #1, #2 ..."], seen
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is app.main, "back from compare")

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from couplescope.frontends.tui.compare_screen import CompareScreen
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_twelfth_walk_compare import recorded
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -55,7 +55,7 @@ async def heading(pilot) -> list[str]:
     await pilot.press("h")
     await until(pilot, lambda: app.main.query_one("#tabs").active == "history", "History")
     await pilot.press("c")
-    await until(pilot, lambda: isinstance(app.screen, CompareScreen), "compare")
+    await until(pilot, lambda: compare_shown(app), "compare")
     title = app.screen.query_one("#compare-title")
     await until(pilot, lambda: str(title.render()).strip(), "the heading")
     lines = str(title.render()).splitlines()

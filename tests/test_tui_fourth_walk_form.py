@@ -19,7 +19,7 @@ from textual.widgets import Input
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 from test_tui_walkthrough import compared, second_variant_held, stopped_at_second_variant  # noqa: F401 (a fixture)
 
@@ -295,7 +295,7 @@ async def test_a_sweep_plot_says_which_variants_it_does_not_draw():
         app.recording = replay_app("sweep").recording   # #2: a sweep of sizes 8, 16, 32
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         legend = app.screen.query_one("#compare-legend")
         await until(pilot, lambda: "#2 deep-linear" in str(legend.render()), "the sweep drawn")

@@ -23,7 +23,7 @@ from couplescope.export import plot_panels, plots
 from couplescope.frontends.tui.app import HINTS, CoupleScopeApp
 from couplescope.protocol import events as ev_mod
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import FIXTURES, replay_app, run_replay, until
+from test_tui_replay import compare_shown, FIXTURES, replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -170,7 +170,7 @@ async def test_a_stop_says_stopping_till_it_is_done_then_watch_shows_what_was_ke
         assert plot_title(app).startswith("time per step"), plot_title(app)
         # 8: compare counts steps
         await pilot.press("c")
-        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await until(pilot, lambda: compare_shown(app), "the compare screen")
         table = app.screen.query_one("#compare-table")
         cells = [str(c).strip() for key in table.rows for c in table.get_row(key)]
         assert cells.count("no steps") == 3 and "no calls" not in cells, cells   # direct, and the unstarted two

@@ -14,7 +14,7 @@ import time
 import pytest
 from textual.widgets import Input, SelectionList, Tabs
 
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.quit_screen import QuitScreen
@@ -206,7 +206,7 @@ async def test_every_key_works_after_typing_into_a_field_of_each_kind(tmp_path, 
             await until(pilot, lambda: app.runs[1].export_path, (field, app.notes[-1:]))
             await type_into(pilot, field, keep=True)
             await pilot.press("c")
-            await until(pilot, lambda: isinstance(app.screen, CompareScreen), field)
+            await until(pilot, lambda: compare_shown(app), field)
             await pilot.press("escape")
             await until(pilot, lambda: app.screen is app.main, field)
             for screen, screen_key in ((CompareScreen, "c"), (HelpScreen, "question_mark")):

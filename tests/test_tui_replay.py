@@ -43,6 +43,15 @@ def replay_app(name: str, tmp_path=None, **kw) -> CoupleScopeApp:
     return CoupleScopeApp(options, load_catalogue=False, recording=recording, **kw)
 
 
+def compare_shown(app) -> bool:
+    """The compare screen is the app's and filled: `c` from the views pushes it after the
+    top line's `comparing ...` is drawn, and a screen is the app's from its push, before
+    its table is filled on mount."""
+    from couplescope.frontends.tui.compare_screen import CompareScreen
+
+    return isinstance(app.screen, CompareScreen) and app.screen.filled
+
+
 async def until(pilot, condition, what) -> None:
     """Wait for `condition()` to hold (a state, not a time; the deadline bounds a failure)."""
     deadline = time.monotonic() + 60
@@ -94,7 +103,7 @@ async def test_compare_two_variants_side_by_side_and_leave_one_out():
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         assert isinstance(app.screen, CompareScreen)
         table = app.screen.query_one("#compare-table")
@@ -125,7 +134,7 @@ async def test_compare_at_80_columns_shows_checks_and_every_key():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         widths = [c.get_render_width(table) for c in table.columns.values()]
@@ -148,7 +157,7 @@ async def test_compare_at_80_columns_fits_every_column_of_long_names():
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         labels = [str(c.label).strip() for c in table.columns.values()]
@@ -212,7 +221,7 @@ async def test_compile_times_are_noted_and_compared():
                    for n in app.notes)
         assert sum("compiled with torch.compile in " in n for n in app.notes) == 2
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         table = app.screen.query_one("#compare-table")
         compiled = {str(table.get_row(k)[1]).strip(): str(table.get_row(k)[7]).strip() for k in table.rows}
@@ -356,7 +365,7 @@ async def test_compare_plots_a_sweep_as_median_vs_size_and_v_switches_to_boxes()
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
@@ -375,7 +384,7 @@ async def test_v_without_a_sweep_says_why():
     async with app.run_test(size=SIZE) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         await pilot.press("v")
         await pilot.pause()

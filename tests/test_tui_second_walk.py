@@ -20,7 +20,7 @@ from couplescope.core.request import RunOptions
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_first_use import PRESET, assert_the_form_shows_the_preset, held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -183,7 +183,7 @@ async def test_a_stopped_variant_reads_stopped_in_compare_and_in_history(stopped
     async with app.run_test(size=(80, 24)) as pilot:
         await run_and_stop_mid_variant(pilot, app, stopped_mid_variant)
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+        await until(pilot, lambda: compare_shown(app), app.screen)
         table = app.screen.query_one("#compare-table", DataTable)
         checks = {str(table.get_row(name)[2]).strip() for name in app.screen.all_names if name in table.rows}
         assert checks == {"STOPPED", "no calls"}, checks   # (the variant the stop left unstarted)
@@ -256,7 +256,7 @@ async def open_compare(pilot) -> None:
     if type(pilot.app.screen).__name__ == "CompareScreen":
         await pilot.press("escape")
     await pilot.press("c")
-    await until(pilot, lambda: type(pilot.app.screen).__name__ == "CompareScreen", pilot.app.screen)
+    await until(pilot, lambda: compare_shown(pilot.app), pilot.app.screen)
     await pilot.pause()
 
 

@@ -12,7 +12,7 @@ from textual.widgets import Input
 from couplescope.core.request import RunOptions
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.stats_panel import StatsPanel
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -131,7 +131,7 @@ async def test_escape_then_a_letter_in_one_read_acts_as_escape_then_the_letter()
         assert name.value == "my" and app.focused is not name
         await until(pilot, lambda: app.active is None and app.runs[1].measured(), "the run ran")
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         app.post_message(events.Key("alt+t", "t"))
         await until(pilot, lambda: app.screen is app.main and app.main.query_one("#tabs").active == "telemetry",
                     "escape closed the compare and t showed Telemetry")   # (main: the compare stayed)

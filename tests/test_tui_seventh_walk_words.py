@@ -18,7 +18,7 @@ import pytest
 from couplescope.frontends.tui.quit_screen import QuitScreen
 from test_replay import replay_run
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -179,7 +179,7 @@ async def test_ctrl_c_on_compare_goes_back_to_the_views_and_one_line_names_the_r
         held.set()
         await run_replay(pilot)                         # #2: measured, not exported
         await pilot.press("h", "c")
-        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await until(pilot, lambda: compare_shown(app), "the compare screen")
         await pilot.press("ctrl+c")
         await until(pilot, lambda: app._exit, "the app closing")
     assert seen["views"], seen

@@ -17,7 +17,7 @@ from couplescope.frontends.tui.fields import EndingList
 from couplescope.frontends.tui.form import PickForm
 from couplescope.frontends.tui.help import help_text
 from test_tui_fourth_walk_form import footer_keys, preset_list_opened
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_walkthrough import second_variant_held  # noqa: F401 (a fixture)
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
@@ -81,7 +81,7 @@ async def test_spaces_word_in_the_footer_is_what_it_does_to_the_highlighted_row(
         await run_replay(pilot)
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         table = app.screen.query_one("#compare-table")
         await until(pilot, lambda: table.row_count >= 2 and "space" in footer_keys(app), "its rows, its footer")
 

@@ -23,7 +23,7 @@ from couplescope.frontends.tui.form import PickForm
 from couplescope.protocol.spec import RunSpec
 from test_tui_first_use import text
 from test_tui_fourth_walk_form import table_rows
-from test_tui_replay import replay_app, run_each, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_each, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -183,7 +183,7 @@ async def test_a_refusal_toast_from_the_compare_screen_does_not_cover_history_s_
         await pilot.press("h", "e")
         await until(pilot, lambda: app.runs[1].export_path and app.exporting is None, app.notes[-1:])
         await pilot.press("c")
-        await until(pilot, lambda: app.screen.query("#compare-table"), "the compare screen")
+        await until(pilot, lambda: compare_shown(app), "the compare screen")
         await pilot.press("s")   # refused: no run is going
         await until(pilot, lambda: any(n.message.startswith("no run is going") for n in app._notifications),
                     "the refusal's toast")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 
 
 #: the registries' entries the snapshots show, pinned: a backend, host, view or option added
@@ -138,7 +138,7 @@ def test_compare_view(snap_compare):
     async def before(pilot):
         await after_a_run(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await pilot.pause()   # (laid out)
         await settle(pilot)
 

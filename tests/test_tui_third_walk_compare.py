@@ -14,7 +14,7 @@ from rich.text import Text
 from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.compare_table import ranking_lines
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
 
@@ -24,7 +24,7 @@ LINE_CHARS = {chr(c) for c in range(0x2580, 0x25A0)}
 
 async def open_compare(pilot) -> CompareScreen:
     await pilot.press("c")
-    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+    await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
     await pilot.pause()
     return pilot.app.screen
 

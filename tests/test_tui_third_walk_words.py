@@ -19,7 +19,7 @@ from couplescope.frontends.tui.app import CoupleScopeApp
 from couplescope.frontends.tui.messages import EventsArrived
 from couplescope.protocol.spec import RunSpec
 from test_tui_first_use import held, text  # noqa: F401 (held: a fixture)
-from test_tui_replay import replay_app, run_each, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_each, run_replay, until
 from test_tui_snapshots import on_screen
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -221,13 +221,13 @@ async def test_the_plot_chosen_with_v_is_kept_when_compare_draws_again_or_opens_
     async with app.run_test(size=(80, 24)) as pilot:
         await run_replay(pilot)
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+        await until(pilot, lambda: compare_shown(app), app.screen)
         assert app.screen.plotted is not None             # median vs size
         await pilot.press("v")                             # the boxes
         await until(pilot, lambda: app.screen.plotted is None, "the boxes")
         for keys in (("tab", "tab"), ("c",), ("escape", "c")):   # one task: tab says so; c draws it again
             await pilot.press(*keys)
-            await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", app.screen)
+            await until(pilot, lambda: compare_shown(app), app.screen)
             await pilot.pause()
             shown = " ".join(on_screen(app).split())
             assert app.screen.plotted is None and "(v: vs size)" in shown, (keys, shown)

@@ -14,7 +14,7 @@ import pytest
 
 from couplescope.frontends.tui.name_cuts import cut_names
 from test_tui_eighth_walk_compare import sweep_in_rounds
-from test_tui_replay import replay_app, run_replay, until
+from test_tui_replay import compare_shown, replay_app, run_replay, until
 from test_tui_walkthrough import open_compare, runs_of, table_rows
 
 pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
@@ -201,7 +201,7 @@ async def test_escape_from_compare_takes_its_export_toast_away_from_history(tmp_
         await run_replay(pilot)
         await pilot.press("h")
         await pilot.press("c")
-        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "compare")
+        await until(pilot, lambda: compare_shown(app), "compare")
         await pilot.press("e")
         await until(pilot, lambda: app.runs[1].export_path and app._notifications, "exported, a toast on compare")
         await pilot.press("escape")

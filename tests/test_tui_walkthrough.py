@@ -17,7 +17,7 @@ from couplescope.core import replay
 from couplescope.frontends import formatting as fmt
 from couplescope.frontends.tui.compare_screen import CompareScreen
 from couplescope.frontends.tui.compare_table import loss_cell
-from test_tui_replay import FIXTURES, replay_app, run_replay, until
+from test_tui_replay import compare_shown, FIXTURES, replay_app, run_replay, until
 from test_tui_first_use import held  # noqa: F401  (a fixture: a run held at its start)
 from test_tui_snapshots import on_screen
 
@@ -37,7 +37,7 @@ async def runs_of(pilot, *names: str) -> None:
 
 async def open_compare(pilot) -> CompareScreen:
     await pilot.press("c")
-    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "the compare screen")
+    await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
     await pilot.pause()
     return pilot.app.screen
 
@@ -96,7 +96,7 @@ async def test_a_variant_left_out_stays_out_of_the_table_s_ratios_and_the_plot_w
         for again in ("c", "escape c"):                      # c on compare; back, then c
             for key in again.split():
                 await pilot.press(key)
-            await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen is not screen, again)
+            await until(pilot, lambda: compare_shown(app) and app.screen is not screen, again)
             screen = app.screen
             await pilot.pause()
             assert first not in screen.builder.variants, again
@@ -138,7 +138,7 @@ async def stopped_at_second_variant(pilot, held: list[str]) -> None:
 async def compared(pilot):
     """c, and the compare screen's table once it is on the screen."""
     await pilot.press("c")
-    await until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), "compare")
+    await until(pilot, lambda: compare_shown(pilot.app), "compare")
     return pilot.app.screen.query_one("#compare-table")
 
 
@@ -309,6 +309,8 @@ async def test_every_key_of_the_footer_is_whole_at_80_columns_in_every_view_and_
         await runs_of(pilot, "training", "two-backends")   # compare: both tasks, so tab shows too
         for keys in ("p", "w", "t", "h", "c"):
             await pilot.press(keys)
+            if keys == "c":   # (compare comes after the top line's comparing ... is drawn)
+                await until(pilot, lambda: compare_shown(app), "the compare screen")
             shown = {b.binding.description for b in app.screen.active_bindings.values() if b.binding.show}
 
             def laid_out():

@@ -90,8 +90,8 @@ class CompareScreen(SweepPlot, Screen):
         self.records = list(records)
         #: `c` on compare drew it again (opened, it says which variants start out left out)
         self.drawn_again = drawn_again
-        #: the variant to highlight when drawn ("#run variant"): `c` drawing the screen again
-        #: put the highlight back on the first row
+        self.filled = False   # till its first fill, on mount
+        #: the variant to highlight when drawn ("#run variant": drawn again, it was the first row)
         self.highlighted = highlighted
         #: the variants left out ("#run variant"): the app's set, kept between compare screens
         self.left_out = left_out if left_out is not None else set()
@@ -193,6 +193,7 @@ class CompareScreen(SweepPlot, Screen):
     def on_mount(self) -> None:
         self.fill()
         self.say_left_out_before()
+        self.filled = True   # (app.screen is this screen from its push, before it is filled)
 
     def say_left_out_before(self) -> None:
         """Opened with variants left out (the app's set, kept from an earlier compare): a
