@@ -67,8 +67,13 @@ def test_too_few_steps_are_not_judged_and_the_saved_model_says_so(cli, tmp_path)
     r = cli("--model", "simplenet", "--task", "train", "--host", "python", "--iterations", "10",
             "--save-model", path, *QUIET, "--json")
     assert r.returncode == 0, r.stderr
-    final = json.loads(r.stdout)["variants"][0]["training"]["final_check"]
+    doc = json.loads(r.stdout)
+    final = doc["variants"][0]["training"]["final_check"]
     assert final["passed"] is None and final["steps_needed"] == 10_000
+    # the verdict the table and the app give, in results.json too (it said passed: the
+    # fifteenth walk), in the variant and in the comparison; the checks it made passed
+    assert doc["variants"][0]["verdict"] == "not judged" and doc["variants"][0]["checks_passed"]
+    assert [(row["verdict"], row["passed"]) for row in doc["comparison"]] == [("not judged", True)]
     said = ("not judged: 11 of the ~10 000 steps it needs (10 timed + 1 warm-up: all train the model); "
             "use --iterations 10000")
     assert final["message"] == said and f"training: {said}" in r.stderr

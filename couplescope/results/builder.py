@@ -14,10 +14,12 @@ import os
 
 from couplescope.protocol import columns, events
 from couplescope.protocol.contract import exit_code
+from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.results import ranks as rank_stats
 from couplescope.results import stats
 from couplescope.results.call_columns import CallColumns
 from couplescope.results.document_text import readable_json
+from couplescope.results.verdicts import verdict_word  # noqa: F401 (read from here too)
 
 #: 2: a variant's iterations in blocks of columns (results/call_columns.py); 1: a record per call
 SCHEMA_VERSION = 2
@@ -28,15 +30,6 @@ SCHEMAS_READ = (1, 2)
 #: call (events.jsonl keeps every call, and <backend>.per_rank every rank's statistics): 1024
 #: ranks x 1000 steps made a results.json of 276 MB that took a minute to write
 RANKED_CALLS_KEPT = 100_000
-
-#: a variant's one-word outcome, as every front end shows it (VariantResult.verdict)
-VERDICTS = ("running", "passed", "failed", "error", "stopped")
-
-
-def verdict_word(verdict: str) -> str:
-    """How tables print a verdict: PASSED, FAILED, ERROR, STOPPED, running."""
-    return verdict if verdict == "running" else verdict.upper()
-
 
 class VariantResult:
     def __init__(self, name: str) -> None:
@@ -183,11 +176,16 @@ class VariantResult:
         """A --task train variant: its iterations are optimizer steps with a loss."""
         return bool(self.model.get("training")) or self.spec.get("task") == "train"
 
+    @property
+    def said_verdict(self) -> str:
+        """The verdict as the tables, the app and results.json say it (results.json said
+        passed where they said not judged: the fifteenth walk)."""
+        return NOT_JUDGED if self.verdict == "passed" and self.learning_not_judged() else self.verdict
+
     def learning_not_judged(self) -> bool:
-        """A training variant whose learning task was not judged: fewer steps than the task
-        needs (the worker's final check: passed None, with the steps it needs). Its checks
-        passed says nothing of whether the model learned, so the tables say `not judged`
-        where they would say PASSED (the app's History, the headless comparison)."""
+        """A training variant whose learning task was not judged: fewer steps than it needs
+        (the worker's final check: passed None, with the steps it needs). Its checks passed
+        say nothing of whether the model learned: `not judged` in place of passed."""
         final = (self.summary.get("training") or {}).get("final_check") or {}
         return final.get("passed", True) is None and bool(final.get("steps_needed"))
 
@@ -263,7 +261,7 @@ class VariantResult:
         s = self.stats()
         kept, note = self.kept_calls()
         return {"name": self.name, "spec": self.spec, **self.coupling, "status": self.status,
-                "verdict": self.verdict, "error": self.error, "error_kind": self.error_kind,
+                "verdict": self.said_verdict, "error": self.error, "error_kind": self.error_kind,
                 "load_seconds": self.load_seconds, "model": self.model,
                 "iterations": kept.document(),
                 **({"iterations_kept": note} if note else {}),
@@ -399,7 +397,7 @@ class ResultsBuilder:
             row = {"name": v.name, "median": s["median"], "iqr": s["iqr"],
                    "forward": forward,
                    "overhead": (s["median"] - forward) if forward is not None and not training else None,
-                   "verdict": v.verdict, "passed": v.verdict == "passed", "n": s["n"],
+                   "verdict": v.said_verdict, "passed": v.verdict == "passed", "n": s["n"],
                    "compile_status": (v.compile or {}).get("status"),
                    "compile_seconds": (v.compile or {}).get("seconds")}
             if training:   # a step: what backward costs, and where the loss ended

@@ -15,6 +15,7 @@ import sys
 from couplescope.frontends import formatting as fmt
 from couplescope.protocol.contract import EXIT_OK
 from couplescope.protocol.errors import UsageError
+from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.results import labels, regression, saved
 from couplescope.results.builder import verdict_word
 
@@ -135,7 +136,8 @@ def report(document: dict, sizes: dict) -> str:
     # the new run's own verdicts (results.json's; runs saved before verdicts: their checks)
     ended = [(r["name"], r.get("new_ended") or ("failed" if r["new_checks_passed"] is False else None))
              for r in rows]
-    unwell = [f"{name} {verdict_word(v)}" for name, v in ended if v not in (None, "passed")]
+    # (not judged: its checks passed, too few steps to judge the learning; exit code 0)
+    unwell = [f"{name} {verdict_word(v)}" for name, v in ended if v not in (None, "passed", NOT_JUDGED)]
     if unwell:
         lines.append(f"note: in the new run, {', '.join(unwell)} (its own exit code said so)")
     slower = document["slower"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from couplescope.frontends import formatting as fmt
+from couplescope.protocol.step_words import NOT_JUDGED
 from couplescope.results.paired import unpaired
 
 #: what a task's variants make, in the title
@@ -36,7 +37,8 @@ SHORT_LABELS = {"vs fastest": "ratio"}
 
 
 #: a verdict's colour, wherever the app writes it as a word (compare, History)
-VERDICT_STYLE = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red", "STOPPED": "bold yellow"}
+VERDICT_STYLE = {"PASSED": "bold green", "FAILED": "bold red", "ERROR": "bold red", "STOPPED": "bold yellow",
+                 NOT_JUDGED: "bold yellow"}
 
 
 def verdict_text(word: str) -> Text:
