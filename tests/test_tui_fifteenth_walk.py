@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+from textual.widgets import Input
+
+from couplescope.core.request import RunOptions
+from couplescope.frontends.tui.app import CoupleScopeApp
 from test_tui_replay import replay_app, run_replay, until
 from test_tui_snapshots import on_screen
 
@@ -41,3 +45,24 @@ async def test_history_breaks_a_long_export_path_between_its_parts_never_mid_wor
         command = shown[shown.index("couplescope --tensorboard \\") + 1:-1]
         assert "".join(line.rstrip("\\") for line in command) == path, command
         assert all(line.endswith("/\\") for line in command[:-1]), command
+
+
+# -- T3. a path longer than the export field is written whole under it -------------------------------
+
+def screen_joined(app) -> str:
+    return "".join(line.strip() for line in on_screen(app).splitlines())
+
+
+async def test_an_export_path_longer_than_its_field_is_written_whole_under_it():
+    """The field showed `ry-name-for-exports/.../that-goes-on-and-on`, its start gone with
+    nothing saying so. Longer than the field, the whole folder is written under it; a short
+    one fits, and nothing more is written."""
+    app = CoupleScopeApp(RunOptions(model="simplenet", export=LONG), load_catalogue=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        field = app.main.query_one("#export", Input)
+        app.main.query_one("#pinned").focus()   # as the walk's: the focus under the field
+        await until(pilot, lambda: field.region.height > 0 and field.content_size.width, "the field laid out")
+        assert len(LONG) > field.content_size.width
+        await until(pilot, lambda: LONG in screen_joined(app), "the whole folder on the screen")
+        field.value = "/tmp/walk15"
+        await until(pilot, lambda: screen_joined(app).count("/tmp/walk15") == 1, "one /tmp/walk15: the field's")
