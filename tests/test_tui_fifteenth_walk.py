@@ -66,3 +66,33 @@ async def test_an_export_path_longer_than_its_field_is_written_whole_under_it():
         await until(pilot, lambda: LONG in screen_joined(app), "the whole folder on the screen")
         field.value = "/tmp/walk15"
         await until(pilot, lambda: screen_joined(app).count("/tmp/walk15") == 1, "one /tmp/walk15: the field's")
+
+
+# -- M1. a sweep's key: `not drawn` on a line of its own ---------------------------------------------
+
+async def test_the_sweep_key_says_not_drawn_on_a_line_of_its_own():
+    """`━ #6 myrun-bridge not drawn: 1, 2 (one size in its run; ...)` read as #6's bridge
+    not drawn, where boxes 1 and 2 were the ones. The note is a line of its own."""
+    from test_tui_replay import compare_shown
+
+    app = replay_app("two-backends")                   # #1: one size
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = replay_app("sweep").recording   # #2: a sweep of sizes 8, 16, 32
+        await run_replay(pilot)
+        await pilot.press("c")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
+        legend = app.screen.query_one("#compare-legend")
+        await until(pilot, lambda: "not drawn" in str(legend.render()), "the sweep's key")
+        lines = str(legend.render()).splitlines()
+        note = next(line for line in lines if "not drawn" in line)
+        assert note.startswith("not drawn: 1, 2"), lines
+        assert all("━" not in line for line in lines[lines.index(note):]), lines
+        # the walk's key (#4, #5 at one size, #6 a sweep): the last series short enough for
+        # the note to fit after it on its line
+        walk = [("━ #6 myrun-torchscript (under #6 myrun-bridge)", "cyan"), ("━ #6 myrun-bridge", "magenta"),
+                ("not drawn: 1, 2 (one size in its run; v draws every box)", "white")]
+        legend.show(walk)
+        await until(pilot, lambda: "myrun" in str(legend.render()), "the walk's key")
+        lines = str(legend.render()).splitlines()
+        assert lines[-2:] == ["━ #6 myrun-bridge", walk[-1][0]], lines
