@@ -96,3 +96,34 @@ async def test_the_sweep_key_says_not_drawn_on_a_line_of_its_own():
         await until(pilot, lambda: "myrun" in str(legend.render()), "the walk's key")
         lines = str(legend.render()).splitlines()
         assert lines[-2:] == ["━ #6 myrun-bridge", walk[-1][0]], lines
+
+
+# -- M2. one blank size reads one size, however far the run went -------------------------------------
+
+@pytest.mark.parametrize("ran", [0, 1])
+async def test_runs_that_asked_for_the_same_blank_size_read_the_same_size(ran):
+    """simplenet-train at 300 steps, run to the end (#1), then stopped with `ran` of its
+    variants having loaded the model (#2): History read `size 1` beside `size model's own`
+    (none loaded) or `size 1,model's own` (one). Both asked for the model's own size, 1."""
+    from test_tui_ninth_walk_words import records
+    from test_tui_thirteenth_walk_words import loaded
+
+    first, second = records(*[("--preset", "simplenet-train", "--iterations", "300")] * 2)
+    loaded(first)
+    if ran:   # one variant loaded its model before the stop
+        from couplescope.core import replay
+        from test_tui_replay import FIXTURES
+
+        event = next(e for e in replay.read(f"{FIXTURES}/two-backends.jsonl") if e.get("event") == "model_loaded")
+        second.builder.on_event({**event, "variant": second.specs[0].label, "size": 1})
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        table = app.main.query_one("#runs")
+        for record, status in ((first, "finished"), (second, "stopped")):
+            record.status = status
+            app.runs[record.id] = record
+            table.add_run(record)
+        await until(pilot, lambda: "#2 simplenet-train" in on_screen(app), "both rows")
+        shown = on_screen(app)
+        assert "model's own" not in shown and "size 1," not in shown.replace("size 1, ", ""), shown
