@@ -21,16 +21,20 @@ PLOTEXT_COLORS = {"yellow": "orange"}
 
 #: what follows a series' name in the key when another's line covers its own
 UNDER = " (under "
+#: how the key's note on the boxes with no line begins
+NOT_DRAWN = "not drawn: "
 
 
 def key_lines(items, width: int) -> list[list[tuple[str, str]]]:
     """The sweep key's lines at `width`: the entries packed, but a series another covers on a
     line of its own (the twelfth walk: `━ #3 bridge-torchscript ━ #3 bridge-python (under #5
-    bridge-torchscript)` read as both #3 series under #5's line)."""
+    bridge-torchscript)` read as both #3 series under #5's line), and the `not drawn` note
+    too (the fifteenth walk: `━ #6 myrun-bridge not drawn: 1, 2 (...)` read as that series
+    not drawn, where boxes 1 and 2 were)."""
     lines: list[list[tuple[str, str]]] = []
     packed: list[tuple[str, str]] = []
     for item in items:
-        if UNDER in item[0]:
+        if UNDER in item[0] or item[0].startswith(NOT_DRAWN):
             lines += legend_lines(packed, width) if packed else []
             lines.append([item])
             packed = []
@@ -120,7 +124,7 @@ class SweepPlot:
             text, color = legend[k]
             legend[k] = (f"{text}{UNDER}{', '.join(legend[j][0].removeprefix('━ ') for j in over)})", color)
         if alone:
-            legend.append((f"not drawn: {', '.join(alone)} (one size in its run; v draws every box)", "white"))
+            legend.append((f"{NOT_DRAWN}{', '.join(alone)} (one size in its run; v draws every box)", "white"))
         word = UNIT_WORDS[self.compared_task]
         plt.title(f"median per {word} ({unit}) vs size; dots: 25th and 75th percentiles  (v: boxes)")
         self.query_one(PlotLegend).show(legend)

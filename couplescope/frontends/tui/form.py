@@ -24,6 +24,7 @@ from couplescope.frontends.tui.backends_list import CheckList, heading
 from couplescope.frontends.tui.blanks import Blank, blank_for, offered as offered_choices, value_words
 from couplescope.frontends.tui.fields import BACKEND, offered
 from couplescope.frontends.tui.preset_fields import PresetFields, model_blank, name_blank, preset_values
+from couplescope.frontends.tui.export_whole import ExportWhole
 from couplescope.frontends.tui.run_line import run_line
 from couplescope.frontends.tui.messages import CatalogueLoaded, FormChanged
 from couplescope.protocol import options as declared
@@ -152,6 +153,8 @@ class PickForm(PresetFields, Vertical):
                 for option in members:
                     yield Label(option.short_label, id=f"{option.name}-label")
                     yield self._widget(option, a, runtime)
+            if any(o.name == "export" for o in members):   # the folder whole, where cut in its field
+                yield ExportWhole(id="export-whole")
             if group == FIRST_GROUP:
                 yield Label(Text(heading(bool(a.preset), bool(a.backends))), id="backends-heading",
                             classes="section")
@@ -394,6 +397,8 @@ class PickForm(PresetFields, Vertical):
         self.app.say_form_note(self._given_way)
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "export":
+            self.query_one(ExportWhole).follow()
         self.refresh_preview()
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:

@@ -87,7 +87,22 @@ def _spec_value(record, spec, name: str, ran: bool):
     if value is None and name == "size" and ran and getattr(record, "builder", None) is not None:
         variant = record.builder.variants.get(spec.label)
         value = (variant.model or {}).get("size") if variant is not None else None
+        if value is None:   # not loaded yet (stopped before): the size it would have run at
+            value = _own_size(getattr(spec, "model", None))
     return value
+
+
+def _own_size(model):
+    """A catalogue model's own size, read from its file without importing torch: a run
+    stopped before a variant loaded the model read `size model's own` (or `size 1,model's
+    own`, one variant loaded) beside `size 1` for the same blank size (the fifteenth walk).
+    None for a user's file, or one whose size only its import knows."""
+    from couplescope.workloads import catalogue, model_info
+
+    if not model or catalogue.is_user_model(model):
+        return None
+    described = model_info.info(f"{catalogue.MODELS_PACKAGE}.{model.replace('-', '_')}")
+    return described["default_size"] if described else None
 
 
 def settings(record, ran: bool = True) -> dict[str, str]:

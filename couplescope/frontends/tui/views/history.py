@@ -34,11 +34,27 @@ def tensorboard_command(path: str) -> str:
     return f"couplescope --tensorboard {shlex.quote(path)}"
 
 
+def path_pieces(path: str, width: int) -> list[str]:
+    """The path on lines of at most `width`, each broken after a `/` (the fifteenth walk:
+    `that-goe` / `s-on-and-on`, a name cut in two that a double-click copied half of); a
+    single name longer than a line is cut where it must, the only break inside a name."""
+    parts = path.split("/")
+    lines = [""]
+    for part in [p + "/" for p in parts[:-1]] + parts[-1:]:
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+        while len(lines[-1]) > width:
+            lines[-1:] = [lines[-1][:width], lines[-1][width:]]
+    return lines
+
+
 def tensorboard_lines(path: str, width: int) -> str:
     """The command whole in `width` columns: one line where it fits, else lines that end
     in a line continuation (`\\`), so that the lines copied are still one command (wrapped
-    at its space by the terminal, they were two): the path on lines of its own, cut
-    anywhere, since the shell removes a backslash-newline even inside a word. A path that
+    at its space by the terminal, they were two): the path on lines of its own, broken
+    after a `/` as the path above it is (path_pieces; the shell removes a backslash-newline
+    even inside a word, where a single name is longer than a line). A path that
     needs quotes (a space in it) is written whole on its line: inside quotes a
     backslash-newline is not removed."""
     command = tensorboard_command(path)
@@ -46,7 +62,7 @@ def tensorboard_lines(path: str, width: int) -> str:
         return command
     quoted = shlex.quote(path)
     step = max(1, width - 1)
-    pieces = [quoted] if quoted != path else [path[i:i + step] for i in range(0, len(path), step)]
+    pieces = [quoted] if quoted != path else path_pieces(path, step)
     return "couplescope --tensorboard \\\n" + "\\\n".join(pieces)
 
 
@@ -158,7 +174,8 @@ fastest median, whether it was exported (yes or no). Export writes results.json,
         if record is None or not record.export_path:
             text = (HINT if self.app.runs else self.no_run_hint()) + said
         else:
-            text = (f"{said[1:]}\n" if said else "") + (f"{record.name} was exported to\n{record.export_path}\n{what_opens(record.export_path)}:\n"
+            where = "\n".join(path_pieces(record.export_path, width))
+            text = (f"{said[1:]}\n" if said else "") + (f"{record.name} was exported to\n{where}\n{what_opens(record.export_path)}:\n"
                     f"{tensorboard_lines(record.export_path, width)}")   # the command last, to copy
         self.query_one("#export-note", Static).update(Text(text))
 
