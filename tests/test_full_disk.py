@@ -220,3 +220,35 @@ async def test_the_app_exports_results_json_first_and_names_what_found_no_room(t
         assert app.runs[1].export_path is None
         assert any(n.startswith("export failed: ") and "No space left on device" in n for n in app.notes)
     assert sorted(os.listdir(disk)) == sorted(["filler", os.path.basename(record.export_path)])
+
+
+def test_results_json_bigger_than_its_reserve_takes_the_room_of_the_run_s_other_files(tmp_path, small_disk):
+    """A run's telemetry timeline grows with its time: on a slow machine results.json
+    outgrew the reserve held for it, and was lost while a trace kept its room (this file's
+    first test failed so at a load of 8). The largest other files are given up for it, one
+    at a time, and named missing. Here: the reserve held, a 150 KB trace written, the disk
+    filled; results.json (the recorded training run's, about 100 KB) comes first."""
+    from couplescope.export.run_dir import RunDirectoryExporter
+    from couplescope.results.builder import ResultsBuilder
+
+    builder = ResultsBuilder()
+    for ev in replay.read(os.path.join(FIXTURES, "training.jsonl")):
+        builder.on_event(ev)
+    size = len(builder.document_text())
+    assert 70_000 < size < 140_000, size   # more than the reserve, less than the trace
+    disk = small_disk("400k")
+    exporter = RunDirectoryExporter(str(disk / "runs"), "training")
+    exporter._create()   # the run directory, with results.json's reserve
+    trace = os.path.join(exporter.path, "traces", "direct", "events.out.tfevents.1")
+    small = os.path.join(exporter.path, "direct.output.log")
+    os.makedirs(os.path.dirname(trace))
+    with open(trace, "wb") as f:
+        f.write(os.urandom(150 * 1024))
+    with open(small, "w") as f:
+        f.write("a worker's printed line\n")
+    fill(disk, 0)
+    assert exporter._save_results(builder)
+    with open(os.path.join(exporter.path, "results.json")) as f:
+        assert len(json.load(f)["variants"]) == len(builder.variants)
+    assert exporter.missing == [os.path.relpath(trace, exporter.path)] and not os.path.exists(trace)
+    assert os.path.exists(small)   # the largest first, and no more than it took

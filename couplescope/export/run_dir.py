@@ -13,7 +13,7 @@ import os
 import re
 import time
 
-from couplescope.export.disk_full import RESERVE_BYTES, EventsFile, Reserve, remove_quietly
+from couplescope.export.disk_full import RESERVE_BYTES, RESERVE_NAME, EventsFile, Reserve, remove_quietly
 from couplescope.protocol import events
 from couplescope.protocol.errors import UsageError
 from couplescope.protocol.listener import Listener
@@ -96,8 +96,8 @@ class RunDirectoryExporter(Listener):
     A write that fails (a full disk, a quota, a vanished mount) never ends the run and
     never loses what is in memory: the failure is said once (a `log` event, which the
     printer and the app show), results.json comes first (couplescope.export.disk_full: room
-    is held for it, and an unfinished events.jsonl gives its room up for it), a file that
-    could not be finished is removed rather than left cut short, `missing` names what is
+    is held for it; an unfinished events.jsonl, then the other files give their room up for
+    it), a file that could not be finished is removed rather than left cut short, `missing` names what is
     not in the run directory and `failure` says why (the command then exits 3). Other
     exporters report the files they could not write with `lost()`."""
 
@@ -244,12 +244,20 @@ class RunDirectoryExporter(Listener):
 
     def _save_results(self, builder) -> bool:
         """results.json, replaced atomically; when there is no room, the reserve is given
-        back, then an events.jsonl that could not be finished is given up for it."""
+        back, then an events.jsonl that could not be finished is given up for it, then the
+        results.json it replaces, then the run's other files, the largest first."""
         target = os.path.join(self.path, "results.json")
         text = builder.document_text() + "\n"
         self._last_size = len(text.encode("utf-8"))
-        for make_room in (None, self._give_back_reserve, self._give_up_events, self._drop_outdated):
-            if make_room is not None and not make_room():
+
+        def room():   # True each time there may be room for one more try
+            yield True
+            for make_room in (self._give_back_reserve, self._give_up_events, self._drop_outdated):
+                yield make_room()
+            while self._give_up_another():
+                yield True
+        for tried in room():
+            if not tried:
                 continue
             try:
                 write_text_atomic(target, text)
@@ -273,6 +281,30 @@ class RunDirectoryExporter(Listener):
         needs no room beside it (it held less than the new one will)."""
         target = os.path.join(self.path, "results.json")
         return os.path.exists(target) and remove_quietly(target)
+
+    def _give_up_another(self) -> bool:
+        """results.json first: the largest other file of the run directory (a trace, a
+        worker's output, the picture) is given up for it and named missing. A run's
+        telemetry timeline grows with its time, so on a slow machine results.json outgrew
+        the reserve (test_full_disk lost it at a load of 8)."""
+        others = []
+        for root, _, names in os.walk(self.path):
+            for name in names:
+                full = os.path.join(root, name)
+                relative = os.path.relpath(full, self.path)
+                if relative in ("results.json", "events.jsonl", RESERVE_NAME) or ".tmp-" in name:
+                    continue
+                try:
+                    others.append((os.path.getsize(full), relative, full))
+                except OSError:
+                    continue
+        if not others:
+            return False
+        _, relative, full = max(others)
+        if not remove_quietly(full):
+            return False
+        self.lost(relative)
+        return True
 
     def _give_up_events(self) -> bool:
         if self._events is None or self._events.complete or self._events.removed:
