@@ -1,0 +1,60 @@
+"""What the fifteenth walk-through of the app by a new user found (at 80x24 in tmux, on a
+loaded 2-core machine): `s` on the compare screen stopped the run and said nothing there
+(K1); `e` during a stop said the run was still running and offered `s`, refused then (K2);
+`--tui` dropped `--host native,python` (M4); and smaller words (M8).
+
+The app is the real one driven by Pilot at 80x24 over recorded real runs played back
+(tests/fixtures); a worker or a stop that takes its time is held by a test gate."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from test_tui_first_use import text
+from test_tui_keys import toasts
+from test_tui_replay import replay_app, until
+from test_tui_walkthrough import held_from
+
+pytestmark = pytest.mark.usefixtures("short_idle_waits")   # (conftest.py): every wait is for a state
+
+
+def status(app) -> str:
+    return text(app, "#status")
+
+
+async def slow_stop_begun(pilot, app, release: threading.Event) -> None:
+    """r, its first worker held, then s with the stop held till `release`: the run stopping."""
+    session = app.active.session
+    stop = session.stop
+
+    def slow_stop() -> None:                   # a worker that takes its time to end
+        release.wait(300)                      # (bounds a failure only)
+        stop()
+    session.stop = slow_stop
+    await pilot.press("s")
+    await until(pilot, lambda: app.active is not None and app.active.stopping, "the stop begun")
+
+
+# -- K2: e during a stop says it is still stopping, as r and s do -----------------------------------
+
+async def test_e_during_a_stop_says_the_run_is_still_stopping_not_running_and_offers_no_s(monkeypatch):
+    """`s e` during a run: `e` said `#1 ... is still running: e exports it once it ends (s
+    stops it)`, while `s` was refused then. It says the run is still stopping, as `r` does."""
+    held = held_from(monkeypatch, 1)
+    app = replay_app("two-backends")
+    release = threading.Event()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: len(held) == 1, "the first worker started")
+        try:
+            await slow_stop_begun(pilot, app, release)
+            await pilot.press("e")
+            await until(pilot, lambda: any("export" in t for t in toasts(app)), toasts(app))
+            said = [t for t in toasts(app) if "export" in t]
+            assert said and all("still stopping" in t and "running" not in t and "s stops" not in t
+                                for t in said), said
+        finally:
+            release.set()
+        await until(pilot, lambda: app.active is None, "stopped")
