@@ -58,3 +58,57 @@ async def test_e_during_a_stop_says_the_run_is_still_stopping_not_running_and_of
         finally:
             release.set()
         await until(pilot, lambda: app.active is None, "stopped")
+
+
+# -- K1: s on the compare screen says the stop, and compare shows it stopped ------------------------
+
+@pytest.fixture
+def held_after_first_calls(monkeypatch) -> dict:
+    """A played worker sends its events up to and with its first timed calls, then holds
+    until stopped: a variant running, with calls to compare."""
+    from couplescope.core.replay import PlayedWorker
+
+    play = PlayedWorker.events
+    held = {"calls": 0}
+
+    def events(self):
+        seen = 0
+        for ev in play(self):
+            yield ev
+            seen += ev.get("event") == "iteration"
+            if seen == 4:   # (its warm-up call and three timed)
+                held["calls"] += 1
+                while not self._stopped:
+                    threading.Event().wait(0.01)
+                return
+    monkeypatch.setattr(PlayedWorker, "events", events)
+    return held
+
+
+async def test_s_on_compare_says_it_stops_the_run_and_compare_then_reads_stopped(held_after_first_calls):
+    """`s` on compare stopped the run with no word there (the top line is under compare's
+    title), and the table kept saying `running` until `c`. A toast says the run is being
+    stopped; once it has stopped, compare is drawn again: no row says running."""
+    from couplescope.frontends.tui.compare_screen import CompareScreen
+    from test_tui_replay import compare_shown
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await until(pilot, lambda: held_after_first_calls["calls"] == 1 and app.active.measured(), "first calls")
+        await pilot.press("c")
+        await until(pilot, lambda: compare_shown(app), "compare")
+
+        def cells() -> str:
+            screen = app.screen
+            if not isinstance(screen, CompareScreen) or not screen.filled:
+                return ""
+            rows = screen.query_one("#compare-table")
+            return " ".join(str(c) for i in range(rows.row_count) for c in rows.get_row_at(i))
+        assert "running" in cells(), cells()
+        await pilot.press("s")
+        await until(pilot, lambda: any("stopping" in t for t in toasts(app)), toasts(app))
+        await until(pilot, lambda: app.active is None, "stopped")
+        await until(pilot, lambda: "STOPPED" in cells(), cells())
+        assert isinstance(app.screen, CompareScreen) and "running" not in cells(), cells()
+        assert any("stopped" in t for t in toasts(app)), toasts(app)

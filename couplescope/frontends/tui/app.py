@@ -334,6 +334,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             self.say_why_not(self.active.still_stopping())
             return
         self.begin_stop("s")
+        self.stop_said_on_compare(self.active)
 
     def begin_stop(self, how: str, words: str | None = None) -> None:
         """Stop the run going (`how`: s, q, ctrl+c, a signal), the top line saying `words`
@@ -422,6 +423,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             self.exit()
         else:
             self.set_status(record.ending_words())
+            self.compare_follows_end(record)
 
     @m.while_shown
     def on_worker_state_changed(self, event) -> None:
