@@ -112,3 +112,22 @@ async def test_s_on_compare_says_it_stops_the_run_and_compare_then_reads_stopped
         await until(pilot, lambda: "STOPPED" in cells(), cells())
         assert isinstance(app.screen, CompareScreen) and "running" not in cells(), cells()
         assert any("stopped" in t for t in toasts(app)), toasts(app)
+
+
+# -- M8: one check is `1 check passed` --------------------------------------------------------------
+
+def test_one_check_passed_is_singular_on_watch_s_status_line(monkeypatch):
+    """cgdrag-train's Watch read `bridge running  1 checks passed  round 1`. (A variant of
+    one call, its call counts left aside: the status line is the one read.)"""
+    from types import SimpleNamespace
+
+    from couplescope.frontends.tui import stats_panel
+    from couplescope.frontends.tui.stats_panel import StatsPanel
+
+    monkeypatch.setattr(stats_panel, "call_counts", lambda variant, spec: "")
+    figures = dict(median=1e-3, iqr=0.0, min=1e-3, max=1e-3, n=1, noisy=False)
+    variant = SimpleNamespace(stats=lambda: figures, calls=SimpleNamespace(count=1), failed_checks=lambda: 0,
+                              name="bridge", verdict="running", status="running", learning_not_judged=lambda: False,
+                              round_positions=[], training=None)
+    words = StatsPanel._words(SimpleNamespace(), variant, None, False)
+    assert "1 check passed" in words[0] and "checks" not in words[0], words
