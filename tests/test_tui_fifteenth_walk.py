@@ -131,3 +131,28 @@ def test_one_check_passed_is_singular_on_watch_s_status_line(monkeypatch):
                               round_positions=[], training=None)
     words = StatsPanel._words(SimpleNamespace(), variant, None, False)
     assert "1 check passed" in words[0] and "checks" not in words[0], words
+
+
+# -- M4: --host native,python held by the form, as a preset's two hosts are -------------------------
+
+ARGV = ["--model", "simplenet", "--size", "1,8,64", "--backend", "torchscript,bridge",
+        "--host", "native,python", "--iterations", "100"]
+
+
+async def test_the_form_holds_two_hosts_given_on_the_command_line_and_the_run_line_counts_them():
+    """`--tui ... --host native,python`: the host field showed its default, and the Run line
+    said 6 variants where the same options headless run 12 (each on both hosts)."""
+    from couplescope.core import request
+    from couplescope.frontends.cli.parser import build_parser, options_from
+    from couplescope.frontends.tui.app import CoupleScopeApp
+    from couplescope.frontends.tui.form import PickForm
+
+    options = options_from(build_parser().parse_args(ARGV))
+    headless = len(request.build(options).specs)
+    app = CoupleScopeApp(options_from(build_parser().parse_args(ARGV)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = app.main.query_one(PickForm)
+        await until(pilot, lambda: "variants" in text(app, "#preview"), text(app, "#preview"))
+        assert form.options().hosts == ["native", "python"], form.options().hosts
+        assert str(form.query_one("#host").value) == "native,python"
+        assert text(app, "#preview").startswith(f"{headless} variants"), (headless, text(app, "#preview"))
