@@ -156,3 +156,33 @@ async def test_the_form_holds_two_hosts_given_on_the_command_line_and_the_run_li
         assert form.options().hosts == ["native", "python"], form.options().hosts
         assert str(form.query_one("#host").value) == "native,python"
         assert text(app, "#preview").startswith(f"{headless} variants"), (headless, text(app, "#preview"))
+
+
+# -- M8: after an export, the top line says what r runs once the form describes another run ---------
+
+async def test_after_an_export_a_form_change_says_what_r_runs_or_why_not(tmp_path):
+    """The top line kept `#1 ... exported ...; h shows where` through iterations 0, 50 and
+    300: it never said what r would run, or that it would not run at 0. It says it, as
+    after a run (`r runs ..., as Pick (p) shows`; `r will not run: ...`)."""
+    from textual.widgets import Input
+
+    from couplescope.frontends.tui.form import PickForm
+    from test_tui_replay import run_replay
+
+    app = replay_app("two-backends")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_replay(pilot)
+        app.recording = None                     # r runs the form from now on
+        form = app.main.query_one(PickForm)
+        app.runs[1].request = form.build()       # as after a run of the form's
+        form.query_one("#export", Input).value = str(tmp_path)
+        await until(pilot, lambda: form.export_dir() == str(tmp_path), "the export folder typed")
+        await pilot.press("w", "e")
+        await until(pilot, lambda: "exported" in status(app), status(app))
+        iterations = form.query_one("#iterations", Input)
+        iterations.value = "7"
+        await until(pilot, lambda: "Pick (p) shows" in status(app), "r runs ... as Pick (p) shows")
+        assert len(status(app)) <= 78 and "exported" in status(app), status(app)   # one row at 80
+        iterations.value = "0"
+        await until(pilot, lambda: "r will not run" in status(app), "r will not run")
+        assert len(status(app)) <= 78, status(app)
