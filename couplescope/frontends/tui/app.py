@@ -79,8 +79,8 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
                         "then where it went. A run already exported to that folder is not written "
                         "again: it says where it is."),
         Binding("e", "why_not('export')", priority=True, show=False,
-                tooltip="while there is no ended run that measured something to export: says so (the "
-                        "footer offers e once there is)."),
+                tooltip="while there is no ended run that measured something to export: says so (while "
+                        "a run is being stopped: still stopping, as r and s say) (the footer offers e once there is)."),
         Binding("c", "compare", "compare", priority=True,
                 tooltip="compare the runs marked in History (all runs when none is marked), one task at a "
                         "time; on the compare screen, draw it again with what has arrived since. From the "
@@ -334,6 +334,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             self.say_why_not(self.active.still_stopping())
             return
         self.begin_stop("s")
+        self.stop_said_on_compare(self.active)
 
     def begin_stop(self, how: str, words: str | None = None) -> None:
         """Stop the run going (`how`: s, q, ctrl+c, a signal), the top line saying `words`
@@ -422,6 +423,7 @@ class CoupleScopeApp(CompareKey, ExportKey, QuitKey, SignalEndings, TopLine, Key
             self.exit()
         else:
             self.set_status(record.ending_words())
+            self.compare_follows_end(record)
 
     @m.while_shown
     def on_worker_state_changed(self, event) -> None:

@@ -31,10 +31,8 @@ class CompareKey:
             self.say_why_not(f"nothing to compare yet: {which} made no {made} so far")
             return
         self.refusal_gone()
-        if isinstance(self.screen, CompareScreen):   # drawn again: its task and highlighted row kept
-            task, highlighted = self.screen.compared_task, self.screen.highlighted_name()
-            self.pop_screen()
-            self.push_screen(CompareScreen(records, self.left_out, task, highlighted, drawn_again=True))
+        if isinstance(self.screen, CompareScreen):
+            self.draw_compare_again(records)
             return
         # said at once, built after the screen has shown it: building compare (every run's
         # variants replayed into one builder, the table, the plot) took seconds on a busy
@@ -43,6 +41,30 @@ class CompareKey:
         self.say_why_not(comparing_words(records), toast=False)
         self.show_later()
         self.call_after_refresh(self._open_compare, records)
+
+    def draw_compare_again(self, records: list[RunRecord]) -> None:
+        """The compare screen shown drawn again: its task and highlighted row kept."""
+        task, highlighted = self.screen.compared_task, self.screen.highlighted_name()
+        self.pop_screen()
+        self.push_screen(CompareScreen(records, self.left_out, task, highlighted, drawn_again=True))
+
+    def stop_said_on_compare(self, record: RunRecord) -> None:
+        """`s` on compare: the top line is under compare's title (the fifteenth walk: s there
+        stopped the run without a word, the table saying `running` till `c`), so a toast says
+        it; the run's end draws compare again (compare_follows_end)."""
+        if isinstance(self.screen, CompareScreen):
+            self.notify(f"stopping run {record.name}: compare is drawn again once it has stopped")
+
+    def compare_follows_end(self, record: RunRecord) -> None:
+        """A run ended while compare is shown: a toast says so, and compare is drawn again
+        with what the run measured when it compares that run (its rows said `running`)."""
+        if not isinstance(self.screen, CompareScreen):
+            return
+        shown = record in self.screen.records
+        ended = "broke" if record.status == "error" else record.status
+        self.notify(f"run {record.name} {ended}" + (": compare drawn again" if shown else ""))
+        if shown:
+            self.draw_compare_again(self.screen.records)
 
     def _open_compare(self, records: list[RunRecord]) -> None:
         """The compare screen, built; the top line's `comparing ...` goes with it (escape

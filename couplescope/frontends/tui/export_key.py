@@ -63,6 +63,9 @@ class ExportKey:
         if record is None:
             self.say_why_not("nothing to export yet: run something first (r)")
             return
+        if record.status == "running" and record.stopping:   # (s is refused then: r's words)
+            self.say_why_not(record.still_stopping("e exports it once it has stopped"))
+            return
         if record.status == "running":
             self.say_why_not(record.untitled(f"{record.name} is still running: e exports it once it ends (s stops it)"))
             return

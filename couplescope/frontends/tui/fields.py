@@ -163,12 +163,18 @@ def offered(option) -> bool:
     return True
 
 
-def sweep_choices(option: Option, choices=None) -> list[str]:
+def sweep_choices(option: Option, choices=None, given=None) -> list[str]:
     """A sweep option's choices (its declared ones, or `choices` known at run time), and
-    all of them at once (native,python: a variant each)."""
+    all of them at once (native,python: a variant each); `given`, what the command line
+    gave, is one of them too (`--host native,python` of five hosts was dropped, the field
+    on its default and the Run line counting half the variants: the fifteenth walk)."""
     choices = list(option.choices or () if choices is None else choices)
     if option.sweep and 1 < len(choices) <= 3:
         choices.append(",".join(choices))
+    if option.sweep and isinstance(given, (list, tuple)) and len(given) > 1:
+        given = ",".join(map(str, given))
+        if given not in choices:
+            choices.append(given)
     return choices
 
 
@@ -191,7 +197,7 @@ def widget_for(option: Option, value=None, choices=None, blank: Blank | None = N
     if option.kind is bool:
         return Flag(flag_label(blank), bool(value), id=option.name, compact=True, tooltip=option.help)
     if option.choices is not None or choices is not None:
-        choices = offered_choices(sweep_choices(option, choices), blank)
+        choices = offered_choices(sweep_choices(option, choices, value), blank)
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
         return Choice([(c, c) for c in choices], id=option.name, compact=True, prompt=blank.words,

@@ -187,7 +187,7 @@ class PickForm(PresetFields, Vertical):
             value = a.overrides.get(option.name)
         choices = runtime.get(option.source)
         if choices is not None or option.choices is not None:
-            self.choices[option.name] = fields.sweep_choices(option, choices)
+            self.choices[option.name] = fields.sweep_choices(option, choices, value)
         return fields.widget_for(option, value, choices, self.blank(option))
 
     # -- filled in from the catalogue worker ----------------------------------------------

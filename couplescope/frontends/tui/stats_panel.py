@@ -134,6 +134,7 @@ class StatsPanel(Static):
         if stopping and verdict == "running":
             status = "[yellow]stopping[/]"
         checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
+                  "1 check passed" if done == 1 else   # (it read `1 checks passed`)
                   f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
         head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
         if verdict == "stopped" and not done:   # its statistics, counts and loss would all be empty

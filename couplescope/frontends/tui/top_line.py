@@ -104,6 +104,18 @@ def with_r_other(shown: list[str], title: str) -> list[str]:
     return [words.replace(RUNS_AGAIN, what) for what in runs_other(title) for words in shown]
 
 
+def with_r_said(shown: list[str], texts: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Words that say nothing of r (an export's: `#1 simplenet exported to ...` and its
+    `where`, `shown`; `texts` without it) with "r runs again" after them, then without
+    their `where`; and, apart, the run alone with it (`run #1: r runs again`), the last
+    resort: for with_r_refused and with_r_other to say what r does (the export's words
+    stayed through every change of the form, the fifteenth walk)."""
+    last = texts[-1]
+    run = last.split(": ", 1)[0] if ": " in last else " ".join(last.split()[:2])
+    return ([f"{words}; {RUNS_AGAIN}" for words in shown] + [f"{words}; {RUNS_AGAIN}" for words in texts],
+            [f"{run}: {RUNS_AGAIN}"])
+
+
 def same_run(request, other) -> bool:
     """Whether two runs' requests run the same (where `e` writes them aside)."""
     return replace(request, export=None) == replace(other, export=None)
@@ -282,11 +294,14 @@ class TopLine:
         """The line's forms: each form of `text` with each of `where` (when said), in order."""
         wheres = forms(where) if where and not self.history_shown() else ("",)
         shown = [said + after for said in forms(text) for after in wheres]
-        refused = self._r_refused()
+        refused, alone = self._r_refused(), []
+        if (self.active is None and self._refusal is None and self.runs and (refused or self._r_runs_other())
+                and not any(RUNS_AGAIN in words for words in shown)):   # (a key's answer: as it is)
+            shown, alone = with_r_said(shown, forms(text))
         if refused and self.active is None:
-            shown = with_r_refused(shown, refused)
+            shown = with_r_refused(shown + alone, refused)
         elif self.active is None and self._r_runs_other():
-            shown = with_r_other(shown, self._form_request.title)
+            shown = with_r_other(shown, self._form_request.title) + with_r_other(alone, self._form_request.title)
         try:
             status = self.main.query_one("#status", StatusLine)
         except NoMatches:   # the app closing: Watch's redraw timer ticked once its screen had gone
