@@ -25,3 +25,11 @@ async def test_a_timed_call_above_the_scale_gives_its_value_in_the_legend_as_the
 async def test_timed_calls_within_the_scale_have_no_arrow():
     _, legend, _, stats = await watched("two-backends")   # max 140.2 µs, within the scale
     assert "max 140.2 µs" in stats and "━ timed ↑" not in legend and "━ timed" in legend, legend
+
+
+async def test_an_mpi_variant_s_checks_say_they_are_its_ranks():
+    """simplenet-mpi: `616 checks passed` above `308/308 calls`, nothing saying two ranks
+    each checked every call (M6). The recorded MPI run: 8 calls on 2 ranks."""
+    _, _, _, stats = await watched("mpi")
+    head, counts = stats.splitlines()[:2]
+    assert head.endswith("16 checks passed on 2 ranks") and counts.startswith("8/8 calls"), stats

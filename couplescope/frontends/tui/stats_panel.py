@@ -66,7 +66,8 @@ def widest_words(record) -> tuple[int, int, str]:
                    "profiled": spec.profile_iterations or 0}
         total = fmt.thousands(sum(planned.values()))
         status = NOT_JUDGED if spec.task == "train" else "stopping"   # (the widest status word)
-        head = max(head, len(f"{spec.label} {status}  {total} checks passed")
+        ranks = f" on {spec.ranks} ranks" if spec.backend == "mpi" and (spec.ranks or 0) > 1 else ""
+        head = max(head, len(f"{spec.label} {status}  {total} checks passed{ranks}")
                    + (len(f"  round {rounds}") if rounds > 1 else 0))
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
         timed, warmup = max(timed, planned["timed"]), max(warmup, planned["warmup"])
@@ -136,6 +137,8 @@ class StatsPanel(Static):
         checks = (f"[red]{fmt.thousands(failed)} of {fmt.thousands(done)} checks FAILED[/]" if failed else
                   "1 check passed" if done == 1 else   # (it read `1 checks passed`)
                   f"{fmt.thousands(done)} checks passed" if done else "no checks yet")
+        if done and len(variant.rank_info) > 1:   # every rank checks each call (616 beside 308/308 calls)
+            checks += f" on {len(variant.rank_info)} ranks"
         head = f"[b]{escape(variant.name)}[/] {status}  {checks}"
         if verdict == "stopped" and not done:   # its statistics, counts and loss would all be empty
             return (f"[b]{escape(variant.name)}[/] {status}  nothing measured",)
