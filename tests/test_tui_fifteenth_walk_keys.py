@@ -126,7 +126,7 @@ def test_one_check_passed_is_singular_on_watch_s_status_line(monkeypatch):
 
     monkeypatch.setattr(stats_panel, "call_counts", lambda variant, spec: "")
     figures = dict(median=1e-3, iqr=0.0, min=1e-3, max=1e-3, n=1, noisy=False)
-    variant = SimpleNamespace(stats=lambda: figures, calls=SimpleNamespace(count=1), failed_checks=lambda: 0,
+    variant = SimpleNamespace(stats=lambda: figures, calls=SimpleNamespace(count=1), failed_checks=lambda: 0, rank_info={},
                               name="bridge", verdict="running", status="running", learning_not_judged=lambda: False,
                               round_positions=[], training=None)
     words = StatsPanel._words(SimpleNamespace(), variant, None, False)

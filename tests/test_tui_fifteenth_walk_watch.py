@@ -33,3 +33,4 @@ async def test_an_mpi_variant_s_checks_say_they_are_its_ranks():
     _, _, _, stats = await watched("mpi")
     head, counts = stats.splitlines()[:2]
     assert head.endswith("16 checks passed on 2 ranks") and counts.startswith("8/8 calls"), stats
+
