@@ -285,6 +285,7 @@ async def test_counts_are_grouped_in_the_statistics_and_the_compare_table():
         stats = " ".join(text(app, "#stats").split())
         assert "n=1 200 timed" in stats and "1 201/1 201 calls" in stats, stats
         await pilot.press("c")
+        await until(pilot, lambda: compare_shown(pilot.app), "the compare screen")
         await until(pilot, lambda: "1 200" in on_screen(app), "the compare table's n grouped")
 
 

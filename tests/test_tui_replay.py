@@ -193,7 +193,8 @@ async def test_history_at_80_columns_shows_where_a_run_went_uncovered(tmp_path):
         note = str(app.query_one("#export-note").render()).splitlines()
         # whole lines, not cut; the command too long for one ends its lines in a continuation
         command = "\n".join(note[next(i for i, line in enumerate(note) if line.startswith("couplescope")):])
-        assert path in note and command.replace("\\\n", "") == f"couplescope --tensorboard {path}", note
+        # (a path longer than a line broken after a `/`: its lines joined are the path)
+        assert path in "".join(note) and command.replace("\\\n", "") == f"couplescope --tensorboard {path}", note
         # no toast over the path: the status line names the run directory
         assert not list(app._notifications)
         assert os.path.basename(path) in str(app.query_one("#status").render())

@@ -68,7 +68,8 @@ def comparison_table(rows: list[dict], paint=lambda t, c: t, sizes: dict | None 
         if any(r.get("cannot_rank") for r in rows):
             text += ("; cannot rank: other processes loaded the machine in too many of the rounds "
                      "(the note below)")
-    judged_words = [not_judged[r["name"]] for r in rows if checks_cell(r, not_judged) == NOT_JUDGED]
+    judged_words = [not_judged[r["name"]] for r in rows
+                    if r["name"] in not_judged and checks_cell(r, not_judged) == NOT_JUDGED]
     if judged_words:
         why = judged_words[0].removeprefix("not judged: ")
         text += (f"\n{NOT_JUDGED}: every check passed, but too few steps to judge whether the model "

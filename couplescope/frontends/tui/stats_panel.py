@@ -58,6 +58,8 @@ def widest_words(record) -> tuple[int, int, str]:
     (the longest name, `stopping` or a training run's `not judged`, every call checked, the
     last round) and the counts (every call made); and a training run's widest loss line
     (its lines are counted at the panel's width)."""
+    from couplescope import backends
+
     rounds = getattr(record.request, "rounds", None) or 1
     head = counts = timed = warmup = profiled = 0
     for spec in record.specs:
@@ -66,7 +68,8 @@ def widest_words(record) -> tuple[int, int, str]:
                    "profiled": spec.profile_iterations or 0}
         total = fmt.thousands(sum(planned.values()))
         status = NOT_JUDGED if spec.task == "train" else "stopping"   # (the widest status word)
-        ranks = f" on {spec.ranks} ranks" if spec.backend == "mpi" and (spec.ranks or 0) > 1 else ""
+        processes = backends.get(spec.backend).launcher(spec).processes(spec)   # (an MPI job's ranks)
+        ranks = f" on {processes} ranks" if processes > 1 else ""
         head = max(head, len(f"{spec.label} {status}  {total} checks passed{ranks}")
                    + (len(f"  round {rounds}") if rounds > 1 else 0))
         counts = max(counts, len(counts_words(planned, asked, spec.task == "train")))
